@@ -1,0 +1,1 @@
+"""Pure artifact handling: text in, frozen specs and problems out. Never runs a script."""

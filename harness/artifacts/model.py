@@ -1,0 +1,103 @@
+"""Frozen specs of everything the loader reads, and the Problem it reports."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from harness.config import Config
+
+Severity = Literal["error", "warning"]
+
+TOOL_EVENTS = ("tool.pre", "tool.post", "session.start", "session.end", "meta.tool_register")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Problem:
+    """One thing wrong with an artifact. ``line``/``column`` are 1-based; 0 = unknown."""
+
+    path: str
+    line: int = 0
+    column: int = 0
+    severity: Severity = "error"
+    code: str
+    message: str
+
+    def render(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}: {self.severity}: {self.message} [{self.code}]"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Parameter:
+    """One declared argument. ``schema`` is its JSON Schema without ``required``."""
+
+    name: str
+    type: str
+    description: str = ""
+    required: bool = False
+    schema: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Source:
+    """Where a spec came from: the file, the 1-based line of its entry, its layer."""
+
+    path: str
+    line: int = 1
+    layer: str = "tools"  # builtins | plugins | inline | tools | hooks | overrides | meta | python
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: tuple[Parameter, ...] = ()
+    input_schema: Mapping[str, Any] = field(default_factory=dict)
+    script: str | None = None
+    # 1-based line in ``source.path`` of the script's first line (0 = unknown).
+    script_line: int = 0
+    # 1-based column of the script's first character in the file (block indentation + 1).
+    script_column: int = 0
+    timeout_ms: int = 0
+    is_async: bool = False
+    returns: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None
+    loading: Literal["always", "deferred"] = "always"
+    enabled: bool = True
+    source: Source
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookSpec:
+    name: str
+    event: str
+    script: str
+    script_line: int = 0
+    script_column: int = 0
+    priority: int = 100
+    when: str | None = None
+    when_line: int = 0
+    when_column: int = 0
+    timeout_ms: int = 5000
+    on_error: Literal["block", "allow"] = "block"
+    description: str = ""
+    source: Source
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Project:
+    """The loaded state of one root: config, tools by name (sorted), hooks, problems."""
+
+    root: Path
+    config: Config
+    system_prompt: str = ""
+    tools: Mapping[str, ToolSpec] = field(default_factory=dict)
+    hooks: tuple[HookSpec, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity == "error" for p in self.problems)

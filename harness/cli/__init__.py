@@ -1,0 +1,1 @@
+"""The ``harness`` command line (click). Only this package imports click."""

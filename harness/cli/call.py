@@ -1,0 +1,72 @@
+"""`harness call TOOL [JSON] [--arg k=v]... [--format text|json]`: one call, full pipeline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.cli.common import root_option
+from harness.errors import LoadError
+
+
+def _parse_arg(item: str) -> tuple[str, Any]:
+    key, sep, raw = item.partition("=")
+    if not sep or not key:
+        raise click.UsageError(f"--arg takes key=value, got {item!r}")
+    # A value that parses as JSON is used as such (numbers, booleans, lists);
+    # anything else is the literal string.
+    try:
+        return key, json.loads(raw)
+    except ValueError:
+        return key, raw
+
+
+@click.command()
+@click.argument("tool")
+@click.argument("arguments", required=False)
+@click.option("--arg", "args", multiple=True, metavar="KEY=VALUE",
+              help="One argument; the value is parsed as JSON when it can be.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@root_option
+def command(tool: str, arguments: str | None, args: tuple[str, ...], fmt: str,
+            root: Path | None) -> None:
+    """Call TOOL once through the full pipeline. ARGUMENTS is a JSON object."""
+    payload: Any = {}
+    if arguments:
+        try:
+            payload = json.loads(arguments)
+        except ValueError as exc:
+            raise click.UsageError(f"ARGUMENTS is not valid JSON: {exc}") from None
+        if not isinstance(payload, dict):
+            raise click.UsageError("ARGUMENTS must be a JSON object, e.g. '{\"path\": \".\"}'")
+    for item in args:
+        key, value = _parse_arg(item)
+        payload[key] = value
+
+    import harness
+
+    try:
+        h = harness.load(root)
+    except LoadError as exc:
+        for p in exc.problems:
+            click.echo(p.render(), err=True)
+        sys.exit(2)
+    with h:
+        result = h.call(tool, payload)
+    if fmt == "json":
+        click.echo(json.dumps({
+            "call_id": result.call_id, "name": result.name, "is_error": result.is_error,
+            "value": result.value, "text": result.text, "error": result.error,
+            "duration_ms": round(result.duration_ms, 3), "truncated": result.truncated,
+            "blocked_by": result.blocked_by, "output_ref": result.output_ref,
+        }, ensure_ascii=False, default=str))
+    elif result.is_error:
+        click.echo(result.text, err=True)
+    else:
+        click.echo(result.text)
+    sys.exit(1 if result.is_error else 0)

@@ -1,0 +1,157 @@
+"""HookChain: hooks grouped by event, order fixed at load (SPEC §4).
+
+``run`` is the whole decision loop: evaluate ``when``, call ``handle``, interpret the
+decision, merge ``modify`` payloads, stop at the first ``block``, and treat every
+failure as a block unless the hook says ``on_error: allow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.artifacts.model import HookSpec
+from harness.runtime.context import CallContext, Outcome, ScriptRuntime
+
+# Keys a modify() may change, per event. Any other key must be left as it is.
+MUTABLE_KEYS: dict[str, frozenset[str]] = {
+    "tool.pre": frozenset({"arguments"}),
+    "tool.post": frozenset({"result", "is_error", "error"}),
+    "meta.tool_register": frozenset(),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChainOutcome:
+    """``blocked_by`` is set when a hook blocked (or failed closed); ``reason`` says why."""
+
+    payload: Mapping[str, Any]
+    blocked_by: str | None = None
+    reason: str = ""
+    failed: bool = False
+
+
+class HookFailure(Exception):
+    pass
+
+
+# Called after each modify with the merged payload; returns an error message to fail
+# the hook with (e.g. re-validation of modified arguments), or None.
+Recheck = Callable[[Mapping[str, Any]], "str | None"]
+# (event, hook name, decision, reason, duration_ms) -> None
+DecisionSink = Callable[[str, str, str, str, float], None]
+
+
+class HookChain:
+    def __init__(self, hooks: Iterable[HookSpec]) -> None:
+        by_event: dict[str, list[HookSpec]] = {}
+        for hook in hooks:
+            by_event.setdefault(hook.event, []).append(hook)
+        self._by_event = {
+            event: tuple(sorted(specs, key=lambda h: (h.priority, h.name)))
+            for event, specs in by_event.items()
+        }
+
+    def for_event(self, event: str) -> tuple[HookSpec, ...]:
+        return self._by_event.get(event, ())
+
+    def run(self, event: str, payload: Mapping[str, Any], runtime: ScriptRuntime,
+            make_ctx: Callable[[HookSpec], CallContext], recheck: Recheck | None = None,
+            on_decision: DecisionSink | None = None) -> ChainOutcome:
+        hooks = self._by_event.get(event)
+        if not hooks:
+            return ChainOutcome(payload=payload)
+        current = dict(payload)
+        for hook in hooks:
+            try:
+                decision, reason, took = self._run_one(hook, event, current, runtime, make_ctx,
+                                                       recheck)
+            except HookFailure as exc:
+                message = f'hook "{hook.name}" failed: {exc}'
+                if on_decision:
+                    on_decision(event, hook.name, "error", message, 0.0)
+                if hook.on_error == "allow":
+                    continue
+                return ChainOutcome(payload=current, blocked_by=hook.name, reason=message,
+                                    failed=True)
+            if on_decision:
+                on_decision(event, hook.name, decision[0], reason, took)
+            if decision[0] == "block":
+                return ChainOutcome(payload=current, blocked_by=hook.name, reason=reason)
+            if decision[0] == "modify":
+                current = decision[1]
+        return ChainOutcome(payload=current)
+
+    @staticmethod
+    def _run_one(hook: HookSpec, event: str, current: dict[str, Any], runtime: ScriptRuntime,
+                 make_ctx: Callable[[HookSpec], CallContext],
+                 recheck: Recheck | None) -> tuple[tuple[str, dict[str, Any]], str, float]:
+        path = hook.source.path
+        if hook.when:
+            out = runtime.eval_when(hook.when, path, hook.when_line or 1, event, current,
+                                    make_ctx(hook), hook.timeout_ms)
+            _raise_unless_ok(out, hook, "when")
+            if not out.value:
+                return ("skip", current), "", out.duration_ms
+        out = runtime.run_hook(hook.script, path, hook.script_line or 1, event, current,
+                               make_ctx(hook), hook.timeout_ms)
+        _raise_unless_ok(out, hook, "handle")
+        action, reason, new = _interpret(out.value)
+        if action == "block":
+            return ("block", current), reason or "no reason given", out.duration_ms
+        if action == "modify":
+            merged = _merge(event, current, new)
+            if recheck is not None:
+                problem = recheck(merged)
+                if problem:
+                    raise HookFailure(problem)
+            return ("modify", merged), "", out.duration_ms
+        return ("allow", current), "", out.duration_ms
+
+
+def _raise_unless_ok(out: Outcome, hook: HookSpec, what: str) -> None:
+    if out.status == "ok":
+        return
+    if out.status == "timeout":
+        raise HookFailure(f"timed out after {hook.timeout_ms} ms")
+    prefix = "when: " if what == "when" else ""
+    raise HookFailure(prefix + (out.error or out.status))
+
+
+def _interpret(value: Any) -> tuple[str, str, dict[str, Any]]:
+    """Decision value -> (action, reason, payload). Anything unexpected is a failure."""
+    if value is None:
+        return "allow", "", {}
+    if not isinstance(value, dict):
+        raise HookFailure(
+            f"handle() must return allow(), block(reason), modify(payload), None or a decision "
+            f"dict; got {type(value).__name__}"
+        )
+    action = value.get("action")
+    unknown = set(value) - {"action", "reason", "payload"}
+    if action not in ("allow", "block", "modify") or unknown:
+        raise HookFailure(
+            'handle() returned an invalid decision: expected {"action": "allow"|"block"|'
+            f'"modify", "reason": ..., "payload": ...}}; got {value!r:.200}'
+        )
+    reason = value.get("reason") or ""
+    if not isinstance(reason, str):
+        raise HookFailure(f"decision reason must be a string, got {type(reason).__name__}")
+    payload = value.get("payload")
+    if action == "modify" and not isinstance(payload, dict):
+        raise HookFailure("modify() needs a dict payload")
+    return action, reason, payload or {}
+
+
+def _merge(event: str, current: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    mutable = MUTABLE_KEYS.get(event)
+    merged = dict(current)
+    for key, value in new.items():
+        if key in current and current[key] == value:
+            continue
+        if mutable is not None and key not in mutable:
+            allowed = ", ".join(sorted(mutable)) or "nothing"
+            raise HookFailure(f'modify() may not change "{key}" in {event} (may change: {allowed})')
+        merged[key] = value
+    return merged

@@ -1,0 +1,300 @@
+"""The six steps every call goes through (SPEC §9), as one plain function.
+
+resolve -> validate -> tool.pre hooks -> execute -> tool.post hooks -> return.
+There is no fast path: Python handlers, script tools and built-in tools all pass here.
+Failures of the tool, its arguments, hooks or the sandbox are results, never raised.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness.artifacts.model import HookSpec, ToolSpec
+from harness.config import Config
+from harness.hooks import HookChain
+from harness.results import ToolCall, ToolResult
+from harness.runtime.context import CacheStore, CallContext, LogSink, Outcome, ScriptRuntime
+
+Handler = Callable[[dict[str, Any]], Any]
+
+
+class ArgValidator:
+    """Fast accept with a compiled (Rust) validator; jsonschema only to explain failures."""
+
+    __slots__ = ("schema", "_fast", "_slow")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        self._fast: Any = None
+        self._slow: Any = None
+
+    def problems(self, instance: Any) -> list[str]:
+        if self._fast is None:
+            import jsonschema_rs
+
+            self._fast = jsonschema_rs.validator_for(dict(self.schema))
+        if self._fast.is_valid(instance):
+            return []
+        if self._slow is None:
+            import jsonschema
+
+            self._slow = jsonschema.Draft202012Validator(
+                dict(self.schema), format_checker=jsonschema.FormatChecker()
+            )
+        found = []
+        for err in self._slow.iter_errors(instance):
+            path = json_path(err.absolute_path)
+            if err.validator == "required":
+                missing = err.message.split("'")[1] if "'" in err.message else ""
+                if missing:
+                    path = f"{path}.{missing}"
+            found.append((path, err.message))
+        return [f"{p}: {m}" for p, m in sorted(found)] or ["arguments do not match the schema"]
+
+
+def json_path(parts: Any) -> str:
+    out = "$"
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+@dataclass(slots=True, kw_only=True)
+class Registry:
+    """Everything a call needs that is fixed at load time."""
+
+    config: Config
+    tools: dict[str, ToolSpec]
+    runtime: ScriptRuntime
+    chain: HookChain
+    handlers: dict[str, Handler] = field(default_factory=dict)
+    validators: dict[str, ArgValidator] = field(default_factory=dict)
+
+    def validator(self, tool: ToolSpec) -> ArgValidator:
+        v = self.validators.get(tool.name)
+        if v is None or v.schema is not tool.input_schema:
+            v = self.validators[tool.name] = ArgValidator(tool.input_schema)
+        return v
+
+    def allowed(self, name: str) -> bool:
+        return policy_allows(self.config, name)
+
+
+def policy_allows(config: Config, name: str) -> bool:
+    """tools_policy: glob patterns on tool names; deny wins."""
+    policy = config.tools_policy
+    if any(fnmatch.fnmatchcase(name, p) for p in policy.deny):
+        return False
+    return any(fnmatch.fnmatchcase(name, p) for p in policy.allow)
+
+
+class CallEnv(Protocol):
+    """The session side of a call: identity, cache, log, audit, spill, extra tools."""
+
+    id: str
+    cache: CacheStore
+    log: LogSink
+    auditing: bool
+
+    def emit(self, event: str, **fields: Any) -> None: ...
+    def spill(self, text: str) -> str | None: ...
+    def extra_tool(self, name: str) -> tuple[ToolSpec, Handler | None] | None: ...
+
+
+def render(value: Any) -> str:
+    """What the model sees of a value: the string itself, or compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
+    """Cut ``text`` to at most ``max_bytes`` UTF-8 bytes without splitting a character."""
+    if len(text) <= max_bytes // 4:  # fast path: cannot exceed the cap
+        return text, False
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text, False
+    return data[:max_bytes].decode("utf-8", "ignore"), True
+
+
+def truncation_notice(max_bytes: int, ref: str | None) -> str:
+    notice = f"[output truncated at {max_bytes} bytes]"
+    if ref is None:
+        return "\n" + notice
+    return (f'\n[full output kept as "{ref}": call read_output(ref="{ref}", '
+            f"offset={max_bytes}) for the rest]\n{notice}")
+
+
+def is_error_value(value: Any) -> bool:
+    """The artifact convention: a dict with "error" and nothing but "error"/"details"."""
+    return isinstance(value, dict) and "error" in value and set(value) <= {"error", "details"}
+
+
+def _outcome_error(tool: str, out: Outcome, timeout_ms: int, memory_mb: int) -> str:
+    if out.status == "timeout":
+        return f'tool "{tool}" timed out after {timeout_ms} ms'
+    if out.status == "memory":
+        return f'tool "{tool}" exceeded its memory limit ({memory_mb} MB)'
+    if out.status == "crash":
+        return f'tool "{tool}" {out.error or "crashed"}'
+    return out.error or f'tool "{tool}" failed'
+
+
+def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
+    start = time.monotonic()
+    name, call_id, auditing = call.name, call.id, env.auditing
+    config = reg.config
+
+    def done(**kw: Any) -> ToolResult:
+        result = _finish(call_id, name, start, config, env, **kw)
+        if auditing:
+            env.emit("tool.result", tool=name, call_id=call_id, is_error=result.is_error,
+                     error=result.error, blocked_by=result.blocked_by,
+                     duration_ms=result.duration_ms, text=result.text)
+        return result
+
+    # 1. resolve
+    tool = reg.tools.get(name)
+    handler = reg.handlers.get(name)
+    if tool is None or not tool.enabled or (handler is None and not tool.script):
+        # Session-scoped tools: meta-registered ones, and session handlers of built-in
+        # tools such as read_output.
+        extra = env.extra_tool(name)
+        if extra is not None:
+            tool, handler = extra
+    if tool is None or not tool.enabled:
+        return done(error=_unknown(name, reg, env))
+    if not reg.allowed(name):
+        return done(error=f'tool "{name}" is denied by tools_policy')
+    if auditing:
+        env.emit("tool.resolve", tool=name, call_id=call_id, source=tool.source.path)
+
+    # 2. validate
+    args = call.arguments
+    if not isinstance(args, Mapping):
+        return done(error=f'invalid arguments for tool "{name}": $: arguments must be a JSON '
+                          f"object, got {type(args).__name__}")
+    args = dict(args)
+    validator = reg.validator(tool)
+    problems = validator.problems(args)
+    if auditing:
+        env.emit("tool.validate", tool=name, call_id=call_id, ok=not problems)
+    if problems:
+        return done(error=f'invalid arguments for tool "{name}": ' + "; ".join(problems))
+
+    def make_ctx(hook: HookSpec) -> CallContext:
+        return CallContext(config=config, session_id=env.id, call_id=call_id, tool=name,
+                           kind="hook", cache=env.cache, log=env.log)
+
+    def on_decision(event: str, hook: str, decision: str, reason: str, ms: float) -> None:
+        if auditing:
+            env.emit("hook.decision", event=event, hook=hook, tool=name, call_id=call_id,
+                     decision=decision, reason=reason, duration_ms=ms)
+
+    # 3. tool.pre hooks
+    if reg.chain.for_event("tool.pre"):
+        def recheck(payload: Mapping[str, Any]) -> str | None:
+            new_args = payload.get("arguments")
+            errs = validator.problems(new_args)
+            if errs:
+                return f'modified arguments are invalid for tool "{name}": ' + "; ".join(errs)
+            return None
+
+        pre = reg.chain.run("tool.pre", {"id": call_id, "name": name, "arguments": args,
+                                         "session": env.id},
+                            reg.runtime, make_ctx, recheck, on_decision)
+        if pre.blocked_by is not None:
+            msg = pre.reason if pre.failed else f'blocked by hook "{pre.blocked_by}": {pre.reason}'
+            return done(error=msg, blocked_by=pre.blocked_by)
+        args = dict(pre.payload["arguments"])
+
+    # 4. execute
+    limit = config.limits.max_timeout_ms
+    timeout_ms = min(tool.timeout_ms, limit) if tool.timeout_ms and limit else (
+        tool.timeout_ms or limit)
+    t0 = time.monotonic()
+    value: Any = None
+    error: str | None = None
+    if handler is not None:
+        try:
+            value = handler(args)
+        except Exception as exc:  # noqa: BLE001 - a handler failure is a result
+            error = f'tool "{name}" failed: {type(exc).__name__}: {exc}'
+    elif tool.script:
+        ctx = CallContext(config=config, session_id=env.id, call_id=call_id, tool=name,
+                          cache=env.cache, log=env.log)
+        out = reg.runtime.run_tool(tool.script, tool.source.path, tool.script_line or 1, args,
+                                   ctx, timeout_ms)
+        if out.status == "ok":
+            value = out.value
+        else:
+            error = _outcome_error(name, out, timeout_ms, config.limits.memory_mb)
+    else:
+        error = f'tool "{name}" has no script and no bound handler'
+    if error is None and is_error_value(value):
+        error = render(value["error"])
+    elif error is None and tool.returns is not None:
+        errs = ArgValidator(tool.returns).problems(value)
+        if errs:
+            error = (f'tool "{name}" returned a value that does not match its returns schema: '
+                     + "; ".join(errs))
+    exec_ms = (time.monotonic() - t0) * 1000.0
+    if auditing:
+        env.emit("tool.execute", tool=name, call_id=call_id, ok=error is None,
+                 duration_ms=exec_ms, error=error)
+
+    # 5. tool.post hooks
+    is_error = error is not None
+    if reg.chain.for_event("tool.post"):
+        post = reg.chain.run("tool.post", {"id": call_id, "name": name, "arguments": args,
+                                           "session": env.id, "result": value,
+                                           "is_error": is_error, "error": error,
+                                           "duration_ms": exec_ms},
+                             reg.runtime, make_ctx, None, on_decision)
+        if post.blocked_by is not None:
+            msg = post.reason if post.failed else (
+                f'result withheld by hook "{post.blocked_by}": {post.reason}')
+            return done(error=msg, blocked_by=post.blocked_by)
+        value = post.payload.get("result")
+        is_error = bool(post.payload.get("is_error"))
+        error = post.payload.get("error")
+        if is_error and not error:
+            error = render(value) if value is not None else f'tool "{name}" failed'
+        if not is_error:
+            error = None
+
+    # 6. return
+    return done(value=value, error=error)
+
+
+def _finish(call_id: str, name: str, start: float, config: Config, env: CallEnv, *,
+            value: Any = None, error: str | None = None,
+            blocked_by: str | None = None) -> ToolResult:
+    is_error = error is not None
+    text = error if is_error else render(value)
+    max_bytes = config.limits.max_output_bytes
+    text, truncated = cap_text(text or "", max_bytes) if text else ("", False)
+    ref = None
+    if truncated:
+        full = error if is_error else render(value)
+        ref = env.spill(full or "")
+        text += truncation_notice(max_bytes, ref)
+    return ToolResult(call_id=call_id, name=name, is_error=is_error,
+                      value=None if is_error and blocked_by else value, text=text, error=error,
+                      duration_ms=(time.monotonic() - start) * 1000.0, truncated=truncated,
+                      blocked_by=blocked_by, output_ref=ref)
+
+
+def _unknown(name: str, reg: Registry, env: CallEnv) -> str:
+    available = sorted(n for n, t in reg.tools.items()
+                       if t.enabled and t.loading == "always" and reg.allowed(n))
+    close = difflib.get_close_matches(name, available, n=1)
+    hint = f'; did you mean "{close[0]}"?' if close else ""
+    return f'unknown tool "{name}"; available: {", ".join(available) or "(none)"}{hint}'

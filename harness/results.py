@@ -1,0 +1,31 @@
+"""What a call is and what it returns (SPEC §9, §12)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """The outcome of one call. ``text`` is what the model sees (capped)."""
+
+    call_id: str
+    name: str
+    is_error: bool = False
+    value: Any = None
+    text: str = ""
+    error: str | None = None
+    duration_ms: float = 0.0
+    truncated: bool = False
+    blocked_by: str | None = None
+    # Reference of the full output kept for the session when ``truncated`` (SPEC §8.6).
+    output_ref: str | None = None

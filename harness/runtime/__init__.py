@@ -1,0 +1,1 @@
+"""Executes scripts. ``engine.py`` is the only module that imports ``starlark``."""

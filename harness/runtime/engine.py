@@ -1,0 +1,301 @@
+"""The Starlark engine: compile once per content hash, call with a deadline.
+
+This is the only module that executes ``starlark`` (``runtime/static.py`` parses it for
+``harness validate``). Built-in families (``runtime/builtins/*``) are plain Python
+functions taking a :class:`CallContext` first; the engine exposes them to scripts as
+struct values (``fs.read(...)``) and binds the context of the call in flight through
+a context variable, so one compiled, frozen module serves every call.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import starlark as sl
+
+from harness import surface
+from harness.errors import BuiltinError
+from harness.runtime.context import CallContext, Outcome
+
+MAX_CALLSTACK = 64
+_FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta")
+
+_ctx: contextvars.ContextVar[CallContext] = contextvars.ContextVar("harness_call_ctx")
+
+
+def current_context() -> CallContext:
+    """The context of the call being evaluated (only valid inside a built-in)."""
+    return _ctx.get()
+
+
+def _load_functions() -> dict[str, Callable[..., Any]]:
+    functions: dict[str, Callable[..., Any]] = {}
+    for family in _FAMILIES:
+        name = f"harness.runtime.builtins.{family}"
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue  # family not built yet: its names are simply absent
+            raise
+        functions.update(module.FUNCTIONS)
+    return functions
+
+
+_DECISIONS = """
+def allow():
+    return {"action": "allow"}
+
+def block(reason = ""):
+    if type(reason) != "string":
+        fail("block() takes a string reason, got " + type(reason))
+    return {"action": "block", "reason": reason}
+
+def modify(payload):
+    if type(payload) != "dict":
+        fail("modify() takes a dict payload, got " + type(payload))
+    return {"action": "modify", "payload": payload}
+"""
+
+
+class _Bound:
+    """Calls ``fn(current context, *args)``; turns harness errors into plain messages."""
+
+    __slots__ = ("fn", "name")
+
+    def __init__(self, name: str, fn: Callable[..., Any]) -> None:
+        self.name = name
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.fn(_ctx.get(), *args, **kwargs)
+        except BuiltinError:
+            raise
+        except TypeError as exc:
+            # Wrong arity or unknown keyword from the script; the context is not an
+            # argument the script passed, so take it out of the counts.
+            msg = _ARITY.sub(lambda m: f"{m.group(1)}{int(m.group(2)) - 1}", str(exc))
+            msg = msg.replace(self.fn.__name__ + "()", "").strip()
+            raise BuiltinError(f"{self.name}(): {msg}") from None
+
+
+def _cancelled() -> bool:
+    ctx = _ctx.get(None)
+    return ctx is not None and ctx.deadline is not None and time.monotonic() > ctx.deadline
+
+
+_ARITY = re.compile(r"(takes (?:from \d+ to )?|but |at (?:least|most) )(\d+)")
+
+
+def _print(*args: Any, sep: str = " ", **_: Any) -> None:
+    ctx = _ctx.get(None)
+    text = sep.join(a if isinstance(a, str) else repr(a) for a in args)
+    if ctx is not None and ctx.log is not None:
+        ctx.log("info", text, {"source": "print", "tool": ctx.tool})
+
+
+class Engine:
+    """Compiles scripts into frozen modules (cached) and calls them under a deadline."""
+
+    def __init__(self) -> None:
+        self._functions = _load_functions()
+        self._globals = sl.Globals.extended_by([sl.LibraryExtension.StructType])
+        self._dialect = sl.Dialect.standard()
+        self._dialect.enable_load = False
+        self._compiled: dict[tuple[str, str, int, str], sl.FrozenModule] = {}
+        self._lock = threading.Lock()
+        # One options object for every evaluation: the cancellation check reads the
+        # deadline of the call in flight from the context variable (it runs about
+        # every 1000 instructions, so this costs nothing on short calls).
+        self._options = sl.EvalOptions(check_cancelled=_cancelled,
+                                       max_callstack_size=MAX_CALLSTACK)
+
+    @property
+    def functions(self) -> Mapping[str, Callable[..., Any]]:
+        return self._functions
+
+    # -- compilation -------------------------------------------------------------
+
+    def _prelude(self, kind: str) -> str:
+        lines = []
+        for module, names in surface.module_names(kind).items():
+            present = [n for n in names if f"{module}.{n}" in self._functions]
+            fields = ", ".join(f"{n} = __{module}_{n}" for n in present)
+            lines.append(f"{module} = struct({fields})")
+        return "\n".join(lines) + "\n"
+
+    def _new_module(self, kind: str) -> sl.Module:
+        module = sl.Module()
+        for mod, names in surface.module_names(kind).items():
+            for n in names:
+                fn = self._functions.get(f"{mod}.{n}")
+                if fn is not None:
+                    module.add_callable(f"__{mod}_{n}", _Bound(f"{mod}.{n}", fn))
+        if kind == "hook":
+            # Decisions are plain Starlark (no round trip into Python); modify() and
+            # block() check their argument types and fail with a clear message.
+            sl.eval(module, sl.parse("<decisions>", _DECISIONS, self._dialect), self._globals)
+        module.add_callable("print", _print)
+        sl.eval(module, sl.parse("<prelude>", self._prelude(kind), self._dialect), self._globals)
+        return module
+
+    def compile(self, kind: str, source: str, filename: str, line: int) -> sl.FrozenModule:
+        """Compile ``source`` (whose first line is ``line`` of ``filename``), cached."""
+        # The source string itself is the content key: str caches its hash, so a hit
+        # costs one dict lookup (hashing the text per call would dominate a fast call).
+        key = (kind, filename, line, source)
+        frozen = self._compiled.get(key)
+        if frozen is not None:
+            return frozen
+        padded = "\n" * max(line - 1, 0) + source
+        ast = sl.parse(filename, padded, self._dialect)
+        module = self._new_module(kind)
+        sl.eval_with(self._options, module, ast, self._globals)
+        frozen = module.freeze()
+        with self._lock:
+            self._compiled[key] = frozen
+        return frozen
+
+    # -- calls -------------------------------------------------------------------
+
+    def call(self, kind: str, source: str, filename: str, line: int, entry: str,
+             args: tuple[Any, ...], ctx: CallContext, timeout_ms: int) -> Outcome:
+        """Compile if needed, then call ``entry(*args)``. Never raises for script faults."""
+        start = time.monotonic()
+        deadline = start + timeout_ms * 0.001 if timeout_ms > 0 else None
+        if deadline is not None and (ctx.deadline is None or deadline < ctx.deadline):
+            ctx.deadline = deadline
+        token = _ctx.set(ctx)
+        try:
+            frozen = self.compile(kind, source, filename, line)
+            value = frozen.call_with(self._options, entry, *args).value
+            if value is not None and type(value) not in _SCALAR_TYPES:
+                check_json(value)
+        except sl.StarlarkError as exc:
+            return _failure(exc, entry, start, timeout_ms)
+        except _NotJson as exc:
+            return Outcome(status="error", error=f"{entry}() returned a value that is not "
+                           f"JSON-compatible: {exc}", duration_ms=_ms(start))
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - Rust panics are BaseException
+            return Outcome(status="crash", error=f"script engine failed: {exc}",
+                           duration_ms=_ms(start))
+        finally:
+            _ctx.reset(token)
+        return Outcome(status="ok", value=value, duration_ms=_ms(start))
+
+
+_SCALAR_TYPES = frozenset((str, int, float, bool))
+
+
+class _NotJson(Exception):
+    pass
+
+
+def check_json(value: Any, path: str = "$", depth: int = 0) -> None:
+    """Raise _NotJson naming the JSON path of the first non-JSON value."""
+    if depth > 200:
+        raise _NotJson(f"nesting deeper than 200 at {path}")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            check_json(v, f"{path}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise _NotJson(f"dict key {k!r} at {path} is not a string")
+            check_json(v, f"{path}.{k}", depth + 1)
+        return
+    raise _NotJson(f"{type(value).__name__} at {path}")
+
+
+def _ms(start: float) -> float:
+    return (time.monotonic() - start) * 1000.0
+
+
+_LOCATION = re.compile(r"^\s*(?:-->\s*(?P<file>.+?):(?P<line>\d+):\d+|\* (?P<tfile>.+?):(?P<tline>\d+), in )",
+                       re.MULTILINE)
+_ERROR_LINE = re.compile(r"^error: (?P<msg>.*?)(?=^\s*-->|\Z)", re.MULTILINE | re.DOTALL)
+_PY_PREFIX = re.compile(r"^(?:BuiltinError|JailError|ValueError|TypeError): ")
+
+
+def _failure(exc: BaseException, entry: str, start: float, timeout_ms: int) -> Outcome:
+    text = str(exc)
+    if "Evaluation cancelled" in text:
+        return Outcome(status="timeout", error=f"timed out after {timeout_ms} ms",
+                       duration_ms=_ms(start))
+    if "Module has no symbol `" + entry + "`" in text or "is not exported" in text:
+        params = "args" if entry == "run" else "event, payload"
+        return Outcome(status="error", error=f"script does not define {entry}({params})",
+                       duration_ms=_ms(start))
+    if "serde::serialize" in text:
+        kind = re.search(r"on type `(\w+)`", text)
+        return Outcome(status="error", error=f"{entry}() returned a value that is not "
+                       f"JSON-compatible ({kind.group(1) if kind else 'unknown type'})",
+                       duration_ms=_ms(start))
+    return Outcome(status="error", error=script_error_message(text), duration_ms=_ms(start))
+
+
+def script_error_message(text: str) -> str:
+    """Reduce a starlark traceback to ``message (at file:line)``."""
+    m = _ERROR_LINE.search(text)
+    msg = m.group("msg").strip() if m else text.strip().splitlines()[-1]
+    msg = msg.removeprefix("fail: ")
+    msg = _PY_PREFIX.sub("", msg)
+    if "too deep" in msg.lower() or "stack overflow" in msg.lower():
+        msg = f"recursion too deep (more than {MAX_CALLSTACK} frames): {msg}"
+    # The innermost frame in the script itself (not in the built-in prelude).
+    locs = [(m.group("file") or m.group("tfile"), m.group("line") or m.group("tline"))
+            for m in _LOCATION.finditer(text)]
+    locs = [loc for loc in locs if not loc[0].startswith("<")]
+    if locs:
+        file, line = locs[-1]
+        return f"{msg} (at {file}:{line})"
+    return msg
+
+
+class InProcessRuntime:
+    """``runtime.isolation: inprocess``: scripts run in the calling process.
+
+    Same results as the process pool, but no hard kill and no memory cap: a script
+    stuck inside one long built-in or allocation is only stopped cooperatively.
+    """
+
+    def __init__(self) -> None:
+        self.engine = Engine()
+
+    def run_tool(self, script: str, filename: str, line: int, args: Mapping[str, Any],
+                 ctx: CallContext, timeout_ms: int) -> Outcome:
+        ctx.kind = "tool"
+        return self.engine.call("tool", script, filename, line, surface.TOOL_ENTRY[0],
+                                (dict(args),), ctx, timeout_ms)
+
+    def run_hook(self, script: str, filename: str, line: int, event: str,
+                 payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+        ctx.kind = "hook"
+        return self.engine.call("hook", script, filename, line, surface.HOOK_ENTRY[0],
+                                (event, dict(payload)), ctx, timeout_ms)
+
+    def eval_when(self, expr: str, filename: str, line: int, event: str,
+                  payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+        ctx.kind = "when"
+        return self.engine.call("when", when_source(expr), filename, line, "harness_when",
+                                (event, dict(payload)), ctx, timeout_ms)
+
+    def close(self) -> None:
+        pass
+
+
+def when_source(expr: str) -> str:
+    """Wrap a ``when`` expression as a function; line 1 of the result is line 1 of expr."""
+    return "def harness_when(event, payload): return (" + expr.strip() + "\n)\n"

@@ -1,0 +1,222 @@
+"""The six-step pipeline on real artifacts, real Starlark, in-process runtime."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import harness
+from harness import ToolCall
+
+from core_samples import ECHO
+
+MakeHarness = Callable[..., harness.Harness]
+
+
+def test_good_call(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"echo": ECHO})
+    r = h.call("echo", {"path": "a", "n": 2}, id="c1")
+    assert (r.is_error, r.value, r.call_id, r.name) == (False, {"path": "a", "n": 2}, "c1", "echo")
+    assert r.text == '{"path":"a","n":2}'
+
+
+def test_validation_lists_every_problem_with_json_paths(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"echo": ECHO})
+    r = h.call("echo", {"n": "3"})
+    assert r.is_error
+    assert r.error == ('invalid arguments for tool "echo": $.n: \'3\' is not of type \'integer\'; '
+                       "$.path: 'path' is a required property")
+
+
+def test_strings_are_never_coerced_and_extra_keys_pass(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"echo": ECHO})
+    assert h.call("echo", {"path": "a", "n": "1"}).is_error
+    r = h.call("echo", {"path": "a", "extra": True})
+    assert not r.is_error
+
+
+def test_arguments_must_be_an_object(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"echo": ECHO})
+    r = h.call("echo", ["x"])  # type: ignore[arg-type]
+    assert r.is_error and "arguments must be a JSON object" in (r.error or "")
+
+
+def test_unknown_tool_suggests_a_close_name(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"echo": ECHO})
+    r = h.call("ecoh", {})
+    assert r.is_error
+    assert r.error.startswith('unknown tool "ecoh"; available: ')  # type: ignore[union-attr]
+    assert 'did you mean "echo"?' in r.error  # type: ignore[operator]
+
+
+def test_policy_deny_wins(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"echo": ECHO}, config="tools_policy: {allow: ['*'], deny: ['ec*']}\n")
+    r = h.call("echo", {"path": "a"})
+    assert r.error == 'tool "echo" is denied by tools_policy'
+    assert "echo" not in h.tools
+
+
+def test_error_convention_and_fail(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={
+        "conv": """
+            ---
+            script: |
+              def run(args):
+                  return {"error": "disk full", "details": {"free": 0}}
+            ---
+            x
+        """,
+        "failing": """
+            ---
+            script: |
+              def run(args):
+                  fail("bad input")
+            ---
+            x
+        """,
+        "notconv": """
+            ---
+            script: |
+              def run(args):
+                  return {"error": "x", "other": 1}
+            ---
+            x
+        """,
+    })
+    r = h.call("conv", {})
+    assert r.is_error and r.error == "disk full"
+    r = h.call("failing", {})
+    assert r.is_error and r.error == "bad input (at .harness/tools/failing.md:4)"
+    assert not h.call("notconv", {}).is_error
+
+
+def test_timeout_result(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"spin": """
+        ---
+        timeout_ms: 300
+        script: |
+          def run(args):
+              for i in range(1000000000):
+                  pass
+        ---
+        spins
+    """, "echo": ECHO})
+    r = h.call("spin", {})
+    assert r.is_error and r.error == 'tool "spin" timed out after 300 ms'
+    assert not h.call("echo", {"path": "a"}).is_error
+
+
+def test_output_truncation_at_the_exact_byte_count(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"big": """
+        ---
+        script: |
+          def run(args):
+              return "é" * 100
+        ---
+        big
+    """}, config="limits: {max_output_bytes: 51}\n")
+    r = h.call("big", {})
+    assert r.truncated and not r.is_error
+    head, _, notice = r.text.partition("\n")
+    assert head == "é" * 25  # 50 bytes: the 51st byte would split a character
+    assert r.text.endswith("[output truncated at 51 bytes]")
+    assert r.output_ref and f'read_output(ref="{r.output_ref}"' in r.text
+    page = h.call("read_output", {"ref": r.output_ref, "offset": 50, "limit": 20})
+    assert page.value["text"] == "é" * 10
+    assert page.value["total_bytes"] == 200
+
+
+def test_returns_schema_is_enforced(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"typed": """
+        ---
+        returns: {type: object, properties: {n: {type: integer}}, required: [n]}
+        script: |
+          def run(args):
+              return {"n": "one"}
+        ---
+        typed
+    """})
+    r = h.call("typed", {})
+    assert r.is_error
+    assert "does not match its returns schema: $.n: 'one' is not of type 'integer'" in r.error  # type: ignore[operator]
+
+
+def test_scriptless_tool_needs_a_handler(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"ext": """
+        ---
+        parameters:
+          q: {type: string, required: true}
+        ---
+        Bound in Python.
+    """})
+    assert h.call("ext", {"q": "x"}).error == 'tool "ext" has no script and no bound handler'
+    h.bind("ext", lambda args: {"echo": args["q"]})
+    assert h.call("ext", {"q": "x"}).value == {"echo": "x"}
+    assert h.call("ext", {}).is_error  # still validated
+
+
+def test_python_function_tool(make_harness: MakeHarness) -> None:
+    h = make_harness()
+
+    @h.tool
+    def add(a: int, b: int = 0) -> int:
+        """Add two integers."""
+        return a + b
+
+    spec = h.tools["add"]
+    assert spec.input_schema == {"type": "object", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "integer", "default": 0}}, "required": ["a"]}
+    assert spec.description == "Add two integers."
+    assert h.call("add", {"a": 2, "b": 3}).value == 5
+    assert h.call("add", {"a": "2"}).is_error
+
+
+def test_call_many_keeps_call_order(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"echo": ECHO})
+    calls = [ToolCall(id=str(i), name="echo", arguments={"path": str(i)}) for i in range(30)]
+    results = h.call_many(calls)
+    assert [r.call_id for r in results] == [str(i) for i in range(30)]
+    assert [r.value["path"] for r in results] == [str(i) for i in range(30)]
+
+
+def test_sessions_have_separate_caches(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={
+        "put": "---\nscript: |\n  def run(args):\n      cache.set('k', 1)\n---\nput\n",
+        "get": "---\nscript: |\n  def run(args):\n      return cache.get('k', 'missing')\n---\nget\n",
+    })
+    with h.session() as s1, h.session() as s2:
+        s1.call("put", {})
+        assert s1.call("get", {}).value == 1
+        assert s2.call("get", {}).value == "missing"
+
+
+def test_acall(make_harness: MakeHarness) -> None:
+    import asyncio
+
+    h = make_harness(tools={"echo": ECHO})
+
+    async def go() -> list[harness.ToolResult]:
+        one = await h.acall("echo", {"path": "a"})
+        many = await h.acall_many([ToolCall(id="x", name="echo", arguments={"path": "b"})])
+        return [one, *many]
+
+    one, two = asyncio.run(go())
+    assert one.value["path"] == "a" and two.value["path"] == "b"
+
+
+def test_cli_call(make_harness: MakeHarness, tmp_path: object) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli.main import cli
+
+    h = make_harness(tools={"echo": ECHO})
+    root = str(h.root)
+    runner = CliRunner()
+    ok = runner.invoke(cli, ["call", "echo", '{"path": "a"}', "--arg", "n=3", "--root", root])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.output) == {"path": "a", "n": 3}
+    bad = runner.invoke(cli, ["call", "echo", "--root", root, "--format", "json"])
+    assert bad.exit_code == 1
+    assert json.loads(bad.output)["error"].startswith('invalid arguments for tool "echo"')
+    usage = runner.invoke(cli, ["call", "echo", "{not json", "--root", root])
+    assert usage.exit_code == 2
