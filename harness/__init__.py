@@ -5,32 +5,54 @@ Public API (SPEC §12)::
     h = harness.load(".")            # raises harness.LoadError listing every problem
     problems = harness.check(".")    # never raises for content problems
     r = h.call("read_file", {"path": "README.md"})
+
+Names are imported lazily (PEP 562) so that ``harness validate`` does not pay for the
+runtime at start-up.
 """
 
 from __future__ import annotations
 
-from harness.artifacts.model import HookSpec, Parameter, Problem, Project, ToolSpec
-from harness.config import Config
-from harness.core import Harness, Session, check, load
-from harness.errors import BuiltinError, HarnessError, JailError, LoadError, UsageError
-from harness.results import ToolCall, ToolResult
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = sorted([
-    "BuiltinError",
-    "Config",
-    "Harness",
-    "HarnessError",
-    "HookSpec",
-    "JailError",
-    "LoadError",
-    "Parameter",
-    "Problem",
-    "Project",
-    "Session",
-    "ToolCall",
-    "ToolResult",
-    "ToolSpec",
-    "UsageError",
-    "check",
-    "load",
-])
+if TYPE_CHECKING:
+    from harness.artifacts.model import HookSpec, Parameter, Problem, Project, ToolSpec
+    from harness.config import Config
+    from harness.core import Harness, Session, check, load
+    from harness.errors import BuiltinError, HarnessError, JailError, LoadError, UsageError
+    from harness.results import ToolCall, ToolResult
+
+_WHERE = {
+    "BuiltinError": "harness.errors",
+    "Config": "harness.config",
+    "Harness": "harness.core",
+    "HarnessError": "harness.errors",
+    "HookSpec": "harness.artifacts.model",
+    "JailError": "harness.errors",
+    "LoadError": "harness.errors",
+    "Parameter": "harness.artifacts.model",
+    "Problem": "harness.artifacts.model",
+    "Project": "harness.artifacts.model",
+    "Session": "harness.core",
+    "ToolCall": "harness.results",
+    "ToolResult": "harness.results",
+    "ToolSpec": "harness.artifacts.model",
+    "UsageError": "harness.errors",
+    "check": "harness.core",
+    "load": "harness.core",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

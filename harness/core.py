@@ -25,12 +25,12 @@ from typing import Any
 
 from harness.artifacts.model import Parameter, Project, Source, ToolSpec
 from harness.audit import AuditLog, log_event
-from harness.errors import LoadError, UsageError
+from harness.errors import BuiltinError, LoadError, UsageError
 from harness.hooks import HookChain
 from harness.pipeline import Handler, Registry, policy_allows, run_call
 from harness.results import ToolCall, ToolResult
 from harness.runtime.builtins.cache import MemoryCache
-from harness.runtime.context import ScriptRuntime
+from harness.runtime.context import CallContext, ScriptRuntime
 
 _log = logging.getLogger("harness")
 
@@ -259,6 +259,7 @@ class Session:
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._inproc: ScriptRuntime | None = None
         self._extra["read_output"] = (harness._tools["read_output"], self._read_output)
         self.emit("session.start")
 
@@ -290,6 +291,67 @@ class Session:
 
     def extra_tool(self, name: str) -> tuple[ToolSpec, Handler | None] | None:
         return self._extra.get(name)
+
+    def host(self, method: str, payload: Mapping[str, Any]) -> Any:
+        """Session services for built-ins (reached through ``CallContext.host``)."""
+        if method == "meta.tool_register":
+            return self._meta_register(payload)
+        raise BuiltinError(f"unknown session service {method!r}")
+
+    def _meta_register(self, p: Mapping[str, Any]) -> dict[str, Any]:
+        from harness.meta import build_meta_tool
+
+        name = str(p["name"])
+        limit = self.harness.config.meta.max_tools
+        with self._lock:
+            if name in self.harness._tools or name in self._extra:
+                raise BuiltinError(f'meta.tool_register: tool "{name}" already exists; a '
+                                   "registered tool can never replace another tool")
+            count = sum(1 for spec, _ in self._extra.values() if spec.source.layer == "meta")
+            if count >= limit:
+                raise BuiltinError(f"meta.tool_register: this session already registered "
+                                   f"{count} tools; the limit is meta.max_tools = {limit}")
+        spec, errors = build_meta_tool(name, str(p.get("description") or ""),
+                                       p.get("parameters") or {}, str(p["script"]))
+        if errors:
+            raise BuiltinError(f'meta.tool_register: tool "{name}" is invalid: '
+                               + "; ".join(errors))
+        chain = self.harness._chain
+        if chain.for_event("meta.tool_register"):
+            # Registration hooks run in this process: the calling script may hold the
+            # only worker, and waiting for another would deadlock a pool of one.
+            out = chain.run("meta.tool_register",
+                            {"name": name, "description": spec.description,
+                             "parameters": dict(p.get("parameters") or {}),
+                             "script": spec.script, "by": p.get("by"), "session": self.id},
+                            self._host_runtime(), self._hook_ctx)
+            if out.blocked_by is not None:
+                why = out.reason if out.failed else (
+                    f'blocked by hook "{out.blocked_by}": {out.reason}')
+                raise BuiltinError(f'meta.tool_register: tool "{name}" was not registered: '
+                                   + why)
+        with self._lock:
+            if name in self._extra:
+                raise BuiltinError(f'meta.tool_register: tool "{name}" already exists')
+            self._extra[name] = (spec, None)
+        self.emit("meta.tool_register", tool=name, by=p.get("by"))
+        return {"name": name, "registered": True}
+
+    def _host_runtime(self) -> ScriptRuntime:
+        if self._inproc is None:
+            from harness.runtime.engine import InProcessRuntime
+
+            self._inproc = InProcessRuntime()
+        return self._inproc
+
+    def _hook_ctx(self, hook: Any) -> CallContext:
+        return CallContext(config=self.harness.config, session_id=self.id, tool=hook.name,
+                           kind="hook", cache=self.cache, log=self.log)
+
+    @property
+    def registered_tools(self) -> dict[str, ToolSpec]:
+        """Tools registered in this session with meta.tool_register."""
+        return {n: s for n, (s, _) in self._extra.items() if s.source.layer == "meta"}
 
     def register_tool(self, spec: ToolSpec, handler: Handler | None = None) -> None:
         """Add a session-scoped tool (meta.tool_register, tool_search surfacing)."""

@@ -82,8 +82,13 @@ class Registry:
             v = self.validators[tool.name] = ArgValidator(tool.input_schema)
         return v
 
+    _allowed: dict[str, bool] = field(default_factory=dict)
+
     def allowed(self, name: str) -> bool:
-        return policy_allows(self.config, name)
+        ok = self._allowed.get(name)
+        if ok is None:
+            ok = self._allowed[name] = policy_allows(self.config, name)
+        return ok
 
 
 def policy_allows(config: Config, name: str) -> bool:
@@ -103,14 +108,18 @@ class CallEnv(Protocol):
     auditing: bool
 
     def emit(self, event: str, **fields: Any) -> None: ...
+    def host(self, method: str, payload: Mapping[str, Any]) -> Any: ...
     def spill(self, text: str) -> str | None: ...
     def extra_tool(self, name: str) -> tuple[ToolSpec, Handler | None] | None: ...
 
 
 def render(value: Any) -> str:
     """What the model sees of a value: the string itself, or compact JSON."""
-    if isinstance(value, str):
-        return value
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[no-any-return]
+    if kind is int:
+        return str(value)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
@@ -189,9 +198,15 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
     if problems:
         return done(error=f'invalid arguments for tool "{name}": ' + "; ".join(problems))
 
+    hook_ctx: list[CallContext] = []
+
     def make_ctx(hook: HookSpec) -> CallContext:
-        return CallContext(config=config, session_id=env.id, call_id=call_id, tool=name,
-                           kind="hook", cache=env.cache, log=env.log)
+        # One context serves every hook of this call (the engine restores the deadline
+        # it sets); a ``when`` on the fast path never asks for one.
+        if not hook_ctx:
+            hook_ctx.append(CallContext(config=config, session_id=env.id, call_id=call_id,
+                                        tool=name, kind="hook", cache=env.cache, log=env.log))
+        return hook_ctx[0]
 
     def on_decision(event: str, hook: str, decision: str, reason: str, ms: float) -> None:
         if auditing:
@@ -229,7 +244,7 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
             error = f'tool "{name}" failed: {type(exc).__name__}: {exc}'
     elif tool.script:
         ctx = CallContext(config=config, session_id=env.id, call_id=call_id, tool=name,
-                          cache=env.cache, log=env.log)
+                          cache=env.cache, log=env.log, host=env.host)
         out = reg.runtime.run_tool(tool.script, tool.source.path, tool.script_line or 1, args,
                                    ctx, timeout_ms)
         if out.status == "ok":

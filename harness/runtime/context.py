@@ -44,7 +44,10 @@ class CallContext:
     deadline: float | None = None
     cache: CacheStore | None = None
     log: LogSink | None = None
-    # Free slot for built-ins that keep per-call state (e.g. meta registrations).
+    # Session services a built-in may ask for (``meta.tool_register``):
+    # host(method, payload) -> value. Not picklable: the process pool proxies it.
+    host: Callable[[str, Mapping[str, Any]], Any] | None = None
+    # Free slot for built-ins that keep per-call state.
     extras: dict[str, Any] = field(default_factory=dict)
 
     def remaining_ms(self) -> float | None:

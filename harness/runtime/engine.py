@@ -22,6 +22,7 @@ import starlark as sl
 from harness import surface
 from harness.errors import BuiltinError
 from harness.runtime.context import CallContext, Outcome
+from harness.runtime.when import WhenError, compile_when
 
 MAX_CALLSTACK = 64
 _FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta")
@@ -169,20 +170,20 @@ class Engine:
              args: tuple[Any, ...], ctx: CallContext, timeout_ms: int) -> Outcome:
         """Compile if needed, then call ``entry(*args)``. Never raises for script faults."""
         start = time.monotonic()
+        outer = ctx.deadline
         deadline = start + timeout_ms * 0.001 if timeout_ms > 0 else None
-        if deadline is not None and (ctx.deadline is None or deadline < ctx.deadline):
+        if deadline is not None and (outer is None or deadline < outer):
             ctx.deadline = deadline
         token = _ctx.set(ctx)
         try:
-            frozen = self.compile(kind, source, filename, line)
+            frozen = self._compiled.get((kind, filename, line, source))
+            if frozen is None:
+                frozen = self.compile(kind, source, filename, line)
+            # starlark-pyo3 converts return values through JSON, so what comes back is
+            # JSON-compatible by construction; anything else raised a serde error.
             value = frozen.call_with(self._options, entry, *args).value
-            if value is not None and type(value) not in _SCALAR_TYPES:
-                check_json(value)
         except sl.StarlarkError as exc:
             return _failure(exc, entry, start, timeout_ms)
-        except _NotJson as exc:
-            return Outcome(status="error", error=f"{entry}() returned a value that is not "
-                           f"JSON-compatible: {exc}", duration_ms=_ms(start))
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - Rust panics are BaseException
@@ -190,33 +191,8 @@ class Engine:
                            duration_ms=_ms(start))
         finally:
             _ctx.reset(token)
-        return Outcome(status="ok", value=value, duration_ms=_ms(start))
-
-
-_SCALAR_TYPES = frozenset((str, int, float, bool))
-
-
-class _NotJson(Exception):
-    pass
-
-
-def check_json(value: Any, path: str = "$", depth: int = 0) -> None:
-    """Raise _NotJson naming the JSON path of the first non-JSON value."""
-    if depth > 200:
-        raise _NotJson(f"nesting deeper than 200 at {path}")
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return
-    if isinstance(value, list):
-        for i, v in enumerate(value):
-            check_json(v, f"{path}[{i}]", depth + 1)
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise _NotJson(f"dict key {k!r} at {path} is not a string")
-            check_json(v, f"{path}.{k}", depth + 1)
-        return
-    raise _NotJson(f"{type(value).__name__} at {path}")
+            ctx.deadline = outer
+        return Outcome("ok", value, None, (time.monotonic() - start) * 1000.0)
 
 
 def _ms(start: float) -> float:
@@ -289,6 +265,13 @@ class InProcessRuntime:
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
         ctx.kind = "when"
+        fast = compile_when(expr)
+        if fast is not None:
+            try:
+                value = fast({"event": event, "payload": payload})
+            except WhenError as exc:
+                return Outcome(status="error", error=f"{exc} (at {filename}:{line})")
+            return Outcome(status="ok", value=value)
         return self.engine.call("when", when_source(expr), filename, line, "harness_when",
                                 (event, dict(payload)), ctx, timeout_ms)
 

@@ -1,0 +1,37 @@
+"""``meta.tool_register``: a script registers a tool for the rest of its session (SPEC §7).
+
+Only when ``meta.enabled``. The session validates the tool exactly like a file tool,
+fires the ``meta.tool_register`` hooks (which may block), enforces ``meta.max_tools``
+and refuses to replace any existing tool. The work happens in the session (reached
+through ``ctx.host``), so it behaves the same in-process and in a worker process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.errors import BuiltinError
+from harness.runtime.context import CallContext
+
+
+def tool_register(ctx: CallContext, name: Any, description: Any = "", parameters: Any = None,
+                  script: Any = None) -> dict[str, Any]:
+    if not ctx.config.meta.enabled:
+        raise BuiltinError("meta.tool_register is disabled; enable it with "
+                           "`meta: {enabled: true}` in harness.md")
+    if not isinstance(name, str):
+        raise BuiltinError(f"meta.tool_register: name must be a string, got {type(name).__name__}")
+    if not isinstance(description, str):
+        raise BuiltinError("meta.tool_register: description must be a string")
+    if parameters is not None and not isinstance(parameters, dict):
+        raise BuiltinError("meta.tool_register: parameters must be a dict of name -> parameter")
+    if not isinstance(script, str) or not script.strip():
+        raise BuiltinError("meta.tool_register: script must be Starlark source defining run(args)")
+    if ctx.host is None:
+        raise BuiltinError("meta.tool_register is only available inside a session")
+    return ctx.host("meta.tool_register", {"name": name, "description": description,
+                                           "parameters": parameters or {}, "script": script,
+                                           "by": ctx.tool})
+
+
+FUNCTIONS = {"meta.tool_register": tool_register}

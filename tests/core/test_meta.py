@@ -1,0 +1,81 @@
+"""meta.tool_register: validated like a file tool, gated by hooks, session-scoped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import harness
+
+MakeHarness = Callable[..., harness.Harness]
+
+REGISTRAR = """
+---
+parameters:
+  name: {type: string, required: true}
+  script: {type: string, required: true}
+script: |
+  def run(args):
+      return meta.tool_register(args["name"], "A tool made at run time.",
+                                {"x": {"type": "integer", "required": True}}, args["script"])
+---
+Registers a tool.
+"""
+GOOD = 'def run(args):\n    return args["x"] * 2\n'
+GATE = """
+---
+event: meta.tool_register
+script: |
+  def handle(event, payload):
+      if payload["name"].startswith("evil"):
+          return block("evil tools are not welcome")
+      return allow()
+---
+Gate.
+"""
+
+
+def test_registered_tool_lives_for_the_session(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"register": REGISTRAR}, hooks={"gate": GATE},
+                     config="meta: {enabled: true, max_tools: 2}\n")
+    with h.session() as s:
+        r = s.call("register", {"name": "double", "script": GOOD})
+        assert r.value == {"name": "double", "registered": True}, r
+        assert s.call("double", {"x": 21}).value == 42
+        assert s.call("double", {"x": "21"}).is_error  # validated like any tool
+    with h.session() as other:
+        assert other.call("double", {"x": 1}).error.startswith('unknown tool "double"')  # type: ignore[union-attr]
+
+
+def test_hook_blocks_a_registration(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"register": REGISTRAR}, hooks={"gate": GATE},
+                     config="meta: {enabled: true}\n")
+    with h.session() as s:
+        r = s.call("register", {"name": "evil_tool", "script": GOOD})
+        assert r.is_error
+        assert 'blocked by hook "gate": evil tools are not welcome' in (r.error or "")
+        assert s.call("evil_tool", {"x": 1}).is_error
+
+
+def test_invalid_registration_is_refused_with_the_validate_message(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"register": REGISTRAR}, config="meta: {enabled: true}\n")
+    with h.session() as s:
+        r = s.call("register", {"name": "broken", "script": "def run(args):\n    return nope\n"})
+        assert r.is_error and 'tool "broken" is invalid' in (r.error or "")
+        r = s.call("register", {"name": "1bad", "script": GOOD})
+        assert r.is_error and "invalid" in (r.error or "")
+
+
+def test_cannot_replace_a_file_tool_and_limit_holds(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"register": REGISTRAR}, config="meta: {enabled: true, max_tools: 1}\n")
+    with h.session() as s:
+        r = s.call("register", {"name": "register", "script": GOOD})
+        assert r.is_error and "already exists" in (r.error or "")
+        assert not s.call("register", {"name": "one", "script": GOOD}).is_error
+        r = s.call("register", {"name": "two", "script": GOOD})
+        assert r.is_error and "meta.max_tools = 1" in (r.error or "")
+
+
+def test_disabled_by_default(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"register": REGISTRAR})
+    r = h.call("register", {"name": "double", "script": GOOD})
+    assert r.is_error and "meta.tool_register is disabled" in (r.error or "")
