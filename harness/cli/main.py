@@ -27,3 +27,7 @@ cli.add_command(run.command, "run")
 def main() -> None:
     """Console-script entry point."""
     sys.exit(cli.main(standalone_mode=True))
+
+
+if __name__ == "__main__":
+    main()

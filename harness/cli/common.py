@@ -1,0 +1,99 @@
+"""Options and helpers shared by several commands.
+
+Exit codes are handled at one boundary: :func:`handle_errors` wraps a command and maps
+every :class:`~harness.errors.HarnessError` to its ``exit_code`` (a :class:`LoadError`
+prints its errors on stderr first). Commands never call ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from harness.errors import HarnessError, LoadError
+
+if TYPE_CHECKING:
+    from harness.artifacts.model import Problem, Project
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+root_option = click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Project root (default: nearest directory with harness.md or .harness/).",
+)
+
+
+class CliError(click.ClickException):
+    """A failure reported as ``Error: MESSAGE`` on stderr with a chosen exit code."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code  # type: ignore[misc]
+
+
+def handle_errors(fn: F) -> F:
+    """Map harness exceptions raised by a command to messages and exit codes."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LoadError as e:
+            echo_problems([p for p in e.problems if p.severity == "error"] or e.problems)
+            raise click.exceptions.Exit(e.exit_code) from e
+        except HarnessError as e:
+            raise CliError(str(e), e.exit_code) from e
+
+    return wrapper  # type: ignore[return-value]
+
+
+def resolve_root(root: Path | None) -> Path:
+    """``--root`` if given, else the nearest root at or above the current directory."""
+    if root is not None:
+        return root
+    from harness.artifacts.loader import find_root
+
+    return find_root(Path.cwd())
+
+
+def load_or_exit(root: Path | None) -> Project:
+    """Load the project; when it has errors print each one on stderr and exit 2."""
+    from harness.artifacts.loader import load_project
+
+    base = resolve_root(root)
+    project = load_project(base)
+    if not project.ok:
+        echo_problems([p for p in project.problems if p.severity == "error"], base)
+        raise click.exceptions.Exit(LoadError.exit_code)
+    return project
+
+
+def echo_problems(problems: Iterable[Problem], root: Path | None = None) -> None:
+    """Every problem as ``PATH:LINE:COL: SEVERITY: MESSAGE [CODE]`` on stderr."""
+    from harness.cli.render import text_lines
+
+    for line in text_lines(problems, root):
+        click.echo(line, err=True)
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
+    """The closest of ``choices`` to ``name``, or None when nothing is close."""
+    found = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def unknown_tool_message(name: str, available: Iterable[str]) -> str:
+    """``unknown tool "x"; available: a, b, c; did you mean "y"?`` (SPEC §9 wording)."""
+    names = sorted(available)
+    msg = f'unknown tool "{name}"; available: {", ".join(names) if names else "(none)"}'
+    close = did_you_mean(name, names)
+    if close is not None:
+        msg += f'; did you mean "{close}"?'
+    return msg

@@ -1,0 +1,107 @@
+"""``harness list``: tools with one-line descriptions, hooks with event and priority.
+
+Every tool is listed, deferred and disabled ones marked. Exit 0; a project that does
+not load prints its errors on stderr and exits 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.artifacts.model import TOOL_EVENTS, HookSpec, Project, ToolSpec
+from harness.cli import render
+from harness.cli.common import handle_errors, load_or_exit, root_option
+
+SUMMARY_WIDTH = 80
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _marks(tool: ToolSpec) -> list[str]:
+    marks = []
+    if tool.loading == "deferred":
+        marks.append("deferred")
+    if not tool.enabled:
+        marks.append("disabled")
+    return marks
+
+
+def _hooks(project: Project) -> list[HookSpec]:
+    """Hooks in run order: by event (SPEC order, then custom events by name), priority, name."""
+
+    def key(h: HookSpec) -> tuple[int, str, int, str]:
+        rank = TOOL_EVENTS.index(h.event) if h.event in TOOL_EVENTS else len(TOOL_EVENTS)
+        return (rank, h.event, h.priority, h.name)
+
+    return sorted(project.hooks, key=key)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SUMMARY_WIDTH else text[: SUMMARY_WIDTH - 3] + "..."
+
+
+def text_listing(project: Project) -> list[str]:
+    tools = [project.tools[n] for n in sorted(project.tools)]
+    hooks = _hooks(project)
+    lines = [f"tools ({len(tools)}):"]
+    width = max((len(t.name) for t in tools), default=0)
+    for t in tools:
+        marks = "".join(f" [{m}]" for m in _marks(t))
+        lines.append(f"  {t.name:<{width}}  {_short(first_line(t.description))}{marks}".rstrip())
+    if not tools:
+        lines.append("  (none)")
+    lines.append(f"hooks ({len(hooks)}):")
+    width = max((len(h.name) for h in hooks), default=0)
+    ewidth = max((len(h.event) for h in hooks), default=0)
+    for h in hooks:
+        lines.append(f"  {h.name:<{width}}  {h.event:<{ewidth}}  priority {h.priority}")
+    if not hooks:
+        lines.append("  (none)")
+    return lines
+
+
+def json_listing(project: Project) -> dict[str, Any]:
+    return {
+        "tools": [
+            {
+                "name": t.name,
+                "description": first_line(t.description),
+                "loading": t.loading,
+                "enabled": t.enabled,
+            }
+            for t in (project.tools[n] for n in sorted(project.tools))
+        ],
+        "hooks": [
+            {"name": h.name, "event": h.event, "priority": h.priority} for h in _hooks(project)
+        ],
+    }
+
+
+@click.command()
+@root_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@handle_errors
+def command(root: Path | None, fmt: str) -> None:
+    """List tools (one-line description; deferred/disabled marked) and hooks."""
+    project = load_or_exit(root)
+    if fmt == "json":
+        click.echo(render.dumps(json_listing(project)))
+    else:
+        for line in text_listing(project):
+            click.echo(line)

@@ -1,0 +1,47 @@
+"""``harness validate``: load every artifact and report every problem (SPEC §10).
+
+Exit 0 when there is no error (warnings allowed), 1 when there is at least one error,
+2 for usage errors (bad flag, a ``--root`` that does not exist).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.cli import render
+from harness.cli.common import handle_errors, resolve_root, root_option
+
+
+@click.command()
+@root_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="text for people, json for programs, github for Actions annotations.",
+)
+@click.option("--strict", is_flag=True, help="Treat unknown keys as errors, not warnings.")
+@handle_errors
+def command(root: Path | None, fmt: str, strict: bool) -> None:
+    """Check every tool, hook, bundle and harness.md; report every problem."""
+    from harness.validation import check_project
+
+    project = check_project(resolve_root(root), strict=strict)
+    base = project.root
+    if fmt == "json":
+        click.echo(render.dumps(render.json_report(project, base)))
+    else:
+        lines = (
+            render.github_lines(project.problems, base)
+            if fmt == "github"
+            else render.text_lines(project.problems, base)
+        )
+        for line in lines:
+            click.echo(line)
+        click.echo(render.summary(project))
+    if not project.ok:
+        raise click.exceptions.Exit(1)
