@@ -7,6 +7,7 @@ as security invariants in SPEC §8 can only be tightened.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -149,9 +150,15 @@ def parse_config(
     lines = lines or {}
     problems: list[Problem] = []
 
-    def err(key: str, msg: str, code: str = "config-invalid", severity: str = "error") -> None:
+    nested = getattr(lines, "key", None)  # frontmatter.KeyLines: positions of nested keys
+
+    def err(key: str, msg: str, code: str = "config-invalid", severity: str = "error",
+            sub: str | None = None) -> None:
+        line, column = lines.get(key, 1), 1
+        if nested is not None:
+            line, column = nested((key,) if sub is None else (key, sub), (line, 1))
         problems.append(
-            Problem(path=path, line=lines.get(key, 1), column=1, severity=severity,  # type: ignore[arg-type]
+            Problem(path=path, line=line, column=column, severity=severity,  # type: ignore[arg-type]
                     code=code, message=msg)
         )
 
@@ -169,12 +176,15 @@ def parse_config(
         updates: dict[str, Any] = {}
         for name, value in raw.items():
             if name not in known:
-                err(key, f"unknown config key {key}.{name}; known keys: {', '.join(sorted(known))}",
-                    code="config-unknown-key", severity="warning")
+                close = difflib.get_close_matches(str(name), sorted(known), n=1)
+                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                err(key, f"unknown config key {key}.{name}{hint}; known keys: "
+                    f"{', '.join(sorted(known))}", code="config-unknown-key", severity="warning",
+                    sub=name)
                 continue
             coerced, msg = _coerce(key, name, getattr(section, name), value)
             if msg:
-                err(key, msg)
+                err(key, msg, sub=name)
             else:
                 updates[name] = coerced
         section = replace(section, **updates)

@@ -32,6 +32,9 @@ from harness.results import ToolCall, ToolResult
 from harness.runtime.builtins.cache import MemoryCache
 from harness.runtime.context import CallContext, ScriptRuntime
 
+if typing.TYPE_CHECKING:
+    from harness.agent.loop import AgentResult
+
 _log = logging.getLogger("harness")
 
 UNTRUSTED_NOTICE = (
@@ -211,7 +214,7 @@ class Harness:
     async def acall_many(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         return await self.default_session.acall_many(calls)
 
-    def run(self, prompt: str, **options: Any) -> Any:
+    def run(self, prompt: str, **options: Any) -> AgentResult:
         """Drive a model with these tools (SPEC §13); see ``harness.agent``."""
         from harness.agent.loop import run_agent
 
@@ -347,6 +350,32 @@ class Session:
     def _hook_ctx(self, hook: Any) -> CallContext:
         return CallContext(config=self.harness.config, session_id=self.id, tool=hook.name,
                            kind="hook", cache=self.cache, log=self.log)
+
+    @property
+    def tools(self) -> dict[str, ToolSpec]:
+        """What this session exposes: the harness's tools plus session-scoped ones
+        (registered with meta.tool_register or surfaced by tool_search)."""
+        tools = dict(self.harness.tools)
+        for name, (spec, _) in self._extra.items():
+            if spec.enabled and name not in tools and policy_allows(self.harness.config, name):
+                tools[name] = spec
+        return dict(sorted(tools.items()))
+
+    def definitions(self, format: str = "openai") -> list[dict[str, Any]]:
+        """Provider definitions of :attr:`tools` (asked again each agent round)."""
+        from harness.artifacts.export import definitions
+
+        return definitions(list(self.tools.values()), format, include_deferred=True)
+
+    def surface(self, name: str) -> bool:
+        """Make a deferred tool visible for the rest of this session (tool_search)."""
+        spec = self.harness.all_tools.get(name)
+        if spec is None or not spec.enabled:
+            return False
+        if name not in self._extra:
+            self._extra[name] = (replace(spec, loading="always"),
+                                 self.harness.registry.handlers.get(name))
+        return True
 
     @property
     def registered_tools(self) -> dict[str, ToolSpec]:

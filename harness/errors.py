@@ -5,8 +5,15 @@ The tree::
     HarnessError                 base of everything below
     ├── LoadError                artifacts or config are broken; ``.problems`` lists them all
     ├── UsageError               the caller used the API or CLI wrongly (bad JSON, unknown flag)
-    └── BuiltinError             a built-in refused its arguments; becomes a Starlark error
-        └── JailError            a path is outside the workspace, protected or sensitive
+    │   └── ModelConfigError     (harness.agent) model settings missing or wrong: no key, no model
+    ├── BuiltinError             a built-in refused its arguments; becomes a Starlark error
+    │   └── JailError            a path is outside the workspace, protected or sensitive
+    └── AgentError               (harness.agent) the agent loop stopped; exit code 1
+        ├── ProviderError        the model API answered with an error or broke the stream
+        └── RoundLimitError      more tool rounds than limits.max_tool_calls_per_turn
+
+The agent errors live in ``harness.agent.base`` (that package is loaded only by
+``harness run``) and are re-exported from ``harness.agent``.
 
 Failures of a *call* (bad arguments, hooks, timeouts, sandbox) are never raised out of
 ``Harness.call``: they are ``ToolResult(is_error=True)``. Only programmer errors and

@@ -1,0 +1,318 @@
+"""Discovery, layers and precedence (SPEC §1) -> :class:`Project`.
+
+Layers, lowest first: ``builtins/`` -> ``plugins/`` -> ``harness.md`` inline
+``tools:``/``hooks:`` -> ``.harness/tools|hooks/`` -> ``overrides/``. A name defined
+twice in the first four layers is an error; an override replaces the same name from
+a lower layer. Loading never raises for content problems: they all end up in
+``Project.problems``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.artifacts import checks
+from harness.artifacts.checks import Entry
+from harness.artifacts.frontmatter import KeyLines, split
+from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec
+from harness.artifacts.params import build as build_parameters
+from harness.artifacts.params import suggest
+
+HARNESS_MD = "harness.md"
+DOT_HARNESS = ".harness"
+BUNDLE_DIRS = ("builtins", "plugins")
+_CONFIG_KEYS: tuple[str, ...] | None = None
+
+
+def find_root(start: Path) -> Path:
+    """The nearest directory at or above ``start`` holding harness.md or .harness/ (SPEC §1).
+
+    Falls back to ``start`` itself when none is found.
+    """
+    start = Path(start).resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / HARNESS_MD).is_file() or (candidate / DOT_HARNESS).is_dir():
+            return candidate
+    return start
+
+
+@dataclass(slots=True)
+class Loaded:
+    """The project plus what validate needs to point at files: the entry of each spec."""
+
+    project: Project
+    tool_entries: dict[str, Entry] = field(default_factory=dict)
+    hook_entries: dict[str, Entry] = field(default_factory=dict)
+
+
+def load_project(root: Path) -> Project:
+    """Load every artifact under ``root``. Never raises for content problems."""
+    return load(root).project
+
+
+def _md_files(folder: Path, rel: str, problems: list[Problem]) -> list[tuple[str, Path]]:
+    try:
+        with os.scandir(folder) as it:
+            found = [(e.name, e.is_file()) for e in it]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        problems.append(Problem(path=rel, line=0, column=0, code="folder-unreadable",
+                                message=f"cannot read folder {rel}: {exc.strerror}; "
+                                "fix its permissions"))
+        return []
+    out = []
+    for name, is_file in sorted(found):
+        if not is_file:
+            continue
+        if name.endswith(".md"):
+            out.append((f"{rel}/{name}", folder / name))
+        elif name.lower().endswith((".md", ".markdown")):
+            stem = name.rsplit(".", 1)[0]
+            problems.append(Problem(path=f"{rel}/{name}", line=0, column=0, severity="warning",
+                                    code="file-ignored", message=f"{rel}/{name} is ignored: only "
+                                    f'files ending in lower-case ".md" are loaded; rename it to '
+                                    f'"{stem}.md"'))
+    return out
+
+
+def _read(path: Path, rel: str, problems: list[Problem]) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        problems.append(Problem(path=rel, line=0, column=0, code="file-unreadable",
+                                message=f"cannot read {rel}: {exc.strerror}; fix its permissions"))
+        return None
+
+
+def _entries(data: dict[str, Any], lines: KeyLines, rel: str, layer: str,
+             problems: list[Problem]) -> Iterator[Entry]:
+    """The ``tools:``/``hooks:`` list entries of a bundle or of harness.md."""
+    for key, kind in (("tools", "tool"), ("hooks", "hook")):
+        items = data.get(key)
+        if items is None:
+            continue
+        line, column = lines.key((key,))
+        if not isinstance(items, list):
+            problems.append(Problem(path=rel, line=line, column=column, code="bundle-invalid",
+                                    message=f"{key} must be a list of entries (`- name: ...`), "
+                                    f"got a {type(items).__name__}"))
+            continue
+        for index, item in enumerate(items):
+            iline, icol = lines.key((key, index), (line, 1))
+            if not isinstance(item, dict):
+                problems.append(Problem(path=rel, line=iline, column=icol, code="entry-invalid",
+                                        message=f"{key}[{index}] must be a mapping with a name, "
+                                        f"got {item!r}"))
+                continue
+            name = item.get("name")
+            if not isinstance(name, str) or not name:
+                problems.append(Problem(path=rel, line=iline, column=icol,
+                                        code="entry-name-missing",
+                                        message=f"{key}[{index}] has no name; add `name: ...` "
+                                        f"to the {kind}"))
+                continue
+            yield Entry(kind=kind, name=name, data=item, lines=lines, base=(key, index),
+                        path=rel, layer=layer, line=iline)
+
+
+def _tool(entry: Entry, problems: list[Problem]) -> ToolSpec:
+    problems.extend(checks.name_problems(entry))
+    problems.extend(checks.unknown_keys(entry, checks.TOOL_KEYS if entry.body is not None
+                                        else (*checks.TOOL_KEYS, *checks.ENTRY_KEYS)))
+    values, errs = checks.tool_fields(entry)
+    problems.extend(errs)
+    params, schema, perrs = build_parameters(
+        entry.data.get("parameters"), owner=entry.label, path=entry.path,
+        pos=lambda p: entry.lines.key((*entry.base, *p), (entry.line, 1)))
+    problems.extend(perrs)
+    if entry.body is not None:
+        description = entry.body
+    else:
+        description = entry.data.get("description") or ""
+        if not isinstance(description, str):
+            problems.append(entry.problem(("description",), "field-type",
+                                          f"{entry.label} description must be a string"))
+            description = ""
+    return ToolSpec(name=entry.name, description=description or entry.name, parameters=params,
+                    input_schema=schema, source=Source(path=entry.path, line=entry.line,
+                                                       layer=entry.layer), **values)
+
+
+def _hook(entry: Entry, problems: list[Problem]) -> HookSpec:
+    problems.extend(checks.name_problems(entry))
+    problems.extend(checks.unknown_keys(entry, checks.HOOK_KEYS if entry.body is not None
+                                        else (*checks.HOOK_KEYS, *checks.ENTRY_KEYS)))
+    values, errs = checks.hook_fields(entry)
+    problems.extend(errs)
+    if entry.body is not None:
+        description = entry.body
+    else:
+        raw = entry.data.get("description")
+        description = raw if isinstance(raw, str) else ""
+    values.setdefault("event", "")
+    values.setdefault("script", "")
+    return HookSpec(name=entry.name, description=description,
+                    source=Source(path=entry.path, line=entry.line, layer=entry.layer), **values)
+
+
+def _bundle(path: Path, rel: str, layer: str, problems: list[Problem]) -> list[Entry]:
+    raw = _read(path, rel, problems)
+    if raw is None:
+        return []
+    data, _body, lines, probs = split(raw, rel, "bundle")
+    problems.extend(probs)
+    if probs:
+        return []
+    if "tools" not in data and "hooks" not in data:
+        problems.append(Problem(path=rel, line=1, column=1, severity="warning", code="bundle-empty",
+                                message=f"bundle {rel} has no tools: or hooks: list, so it adds "
+                                "nothing; add one, or move single tools to .harness/tools/"))
+    for key in data:
+        if key not in checks.BUNDLE_KEYS:
+            line, column = lines.key((key,))
+            problems.append(Problem(path=rel, line=line, column=column, severity="warning",
+                                    code="unknown-key", message=f'bundle {rel} has unknown key '
+                                    f'"{key}"{suggest(str(key), checks.BUNDLE_KEYS)}; known keys: '
+                                    f"{', '.join(checks.BUNDLE_KEYS)}"))
+    return list(_entries(data, lines, rel, layer, problems))
+
+
+def _artifact(path: Path, rel: str, kind: str, problems: list[Problem]) -> Entry | None:
+    raw = _read(path, rel, problems)
+    if raw is None:
+        return None
+    data, body, lines, probs = split(raw, rel, kind)
+    problems.extend(probs)
+    if probs:
+        return None
+    name = path.name[:-3]
+    return Entry(kind=kind, name=name, data=data, lines=lines, base=(), path=rel,
+                 layer=f"{kind}s", body=body, line=1)
+
+
+def _config_keys() -> tuple[str, ...]:
+    from harness.config import KNOWN_KEYS
+
+    return KNOWN_KEYS
+
+
+def load(root: Path) -> Loaded:
+    """Load ``root``; return the project and the entry behind every spec."""
+    from harness.config import parse_config
+
+    root = Path(root)
+    problems: list[Problem] = []
+    dot = root / DOT_HARNESS
+    layered: dict[str, list[Entry]] = {"tool": [], "hook": []}
+    overrides: list[Entry] = []
+
+    def add(entries: list[Entry], target: dict[str, list[Entry]] | None = None) -> None:
+        for e in entries:
+            if target is None:
+                overrides.append(e)
+            else:
+                target[e.kind].append(e)
+
+    for layer in BUNDLE_DIRS:
+        for rel, path in _md_files(dot / layer, f"{DOT_HARNESS}/{layer}", problems):
+            add(_bundle(path, rel, layer, problems), layered)
+
+    # harness.md: config + inline tools/hooks + system prompt.
+    system_prompt = ""
+    config_data: dict[str, Any] = {}
+    config_lines = KeyLines()
+    hm = root / HARNESS_MD
+    if hm.is_file():
+        raw = _read(hm, HARNESS_MD, problems)
+        if raw is not None:
+            config_data, system_prompt, config_lines, probs = split(raw, HARNESS_MD, "config")
+            problems.extend(probs)
+            known = _config_keys()
+            for key in config_data:
+                if key not in known:
+                    line, column = config_lines.key((key,))
+                    problems.append(Problem(
+                        path=HARNESS_MD, line=line, column=column, severity="warning",
+                        code="config-unknown-key", message=f'harness.md has unknown key "{key}"'
+                        f"{suggest(str(key), known)}; known keys: {', '.join(known)}"))
+            add(list(_entries(config_data, config_lines, HARNESS_MD, "inline", problems)), layered)
+    config, cprobs = parse_config(config_data, root, HARNESS_MD, config_lines)
+    problems.extend(cprobs)
+
+    for kind in ("tool", "hook"):
+        folder = f"{kind}s"
+        for rel, path in _md_files(dot / folder, f"{DOT_HARNESS}/{folder}", problems):
+            entry = _artifact(path, rel, kind, problems)
+            if entry is not None:
+                layered[kind].append(entry)
+    for rel, path in _md_files(dot / "overrides", f"{DOT_HARNESS}/overrides", problems):
+        add(_bundle(path, rel, "overrides", problems))
+
+    chosen: dict[str, dict[str, Entry]] = {"tool": {}, "hook": {}}
+    for kind, entries in layered.items():
+        for e in entries:
+            first = chosen[kind].get(e.name)
+            if first is None:
+                chosen[kind][e.name] = e
+                continue
+            line, column = e.pos("name") if e.body is None else (1, 1)
+            problems.append(Problem(
+                path=e.path, line=line, column=column, code="duplicate-name",
+                message=f'{kind} "{e.name}" is defined more than once: in '
+                        f"{first.path}:{first.line} and in {e.path}:{line}; rename one, or put "
+                        "the replacement in "
+                        ".harness/overrides/ to replace it on purpose"))
+    seen_override: dict[tuple[str, str], Entry] = {}
+    for e in overrides:
+        line, column = e.pos("name")
+        ident = (e.kind, e.name)
+        if ident in seen_override:
+            first = seen_override[ident]
+            problems.append(Problem(
+                path=e.path, line=line, column=column, code="override-duplicate",
+                message=f'{e.kind} "{e.name}" is overridden more than once: in '
+                        f"{first.path}:{first.line} and in {e.path}:{line}; keep one override"))
+            continue
+        seen_override[ident] = e
+        if e.name not in chosen[e.kind]:
+            defined = chosen[e.kind]
+            problems.append(Problem(
+                path=e.path, line=line, column=column, code="override-unused",
+                message=f'override of {e.kind} "{e.name}" replaces nothing: no lower layer defines '
+                        f"it{suggest(e.name, defined)}; fix the name, or move the {e.kind} to "
+                        f".harness/{e.kind}s/ if it is new"))
+            continue
+        chosen[e.kind][e.name] = e
+
+    loaded = Loaded(project=Project(root=root, config=config))  # placeholder, replaced below
+    tools: dict[str, ToolSpec] = {}
+    for name in sorted(chosen["tool"]):
+        e = chosen["tool"][name]
+        tools[name] = _tool(e, problems)
+        loaded.tool_entries[name] = e
+    hooks: list[HookSpec] = []
+    for name in sorted(chosen["hook"]):
+        e = chosen["hook"][name]
+        hooks.append(_hook(e, problems))
+        loaded.hook_entries[name] = e
+    hooks.sort(key=lambda h: (h.priority, h.name))
+
+    def where(spec: ToolSpec) -> tuple[str, int, int]:
+        e = loaded.tool_entries[spec.name]
+        line, column = e.pos("name") if e.body is None else (1, 1)
+        return e.path, line, column
+
+    problems.extend(checks.collisions(tools, where))
+    problems.sort(key=_order)
+    loaded.project = Project(root=root, config=config, system_prompt=system_prompt, tools=tools,
+                             hooks=tuple(hooks), problems=tuple(problems))
+    return loaded
+
+
+def _order(p: Problem) -> tuple[str, int, int, str]:
+    return (p.path, p.line, p.column, p.code)

@@ -1,0 +1,268 @@
+"""Static checks of Starlark scripts for ``harness validate`` (nothing is executed).
+
+``check_script`` parses with starlark-pyo3 in the dialect the engine uses, runs its
+linter and its globals check (``AstModule.typecheck``), then checks what the parser
+cannot know: ``module.function`` uses against the built-in surface of SPEC §7
+(:mod:`harness.surface`), ``load`` statements, and the entry point (``run(args)``
+for tools, ``handle(event, payload)`` for hooks). Positions are file positions: the
+source is padded with ``first_line - 1`` newlines before parsing.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import starlark as sl
+
+from harness import surface
+from harness.artifacts.model import Problem
+from harness.artifacts.params import suggest
+
+ALWAYS = frozenset(("struct", "print", "fail"))
+WHEN_TARGET = "__when__"
+_WHEN_PREFIX = f"def {WHEN_TARGET}(event, payload): return ("
+# Lints that are noise in short tool scripts (the engine ignores them too).
+_SKIP_LINTS = frozenset(("unused-argument", "unused-assign", "underscore-assign",
+                         "unused-load"))
+_NOT_FOUND = re.compile(r"Variable `([^`]+)` not found")
+_LOCATION = re.compile(r"-->\s*[^\n]*?:(\d+):(\d+)")
+# Strings and comments (skipped) or ``name.attr`` (checked).
+_TOKENS = re.compile(
+    r"""(?P<skip>\#[^\n]*|[rRbB]{{0,2}}(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))"""
+    r"""|(?<![\w.])(?P<mod>{})[ \t]*\.[ \t]*(?P<attr>[A-Za-z_]\w*)""".format("|".join(
+        sorted(surface.TOOL_MODULES, key=len, reverse=True))))
+_QUICK = re.compile(r"(?<![\w.])({})[ \t]*\.[ \t]*([A-Za-z_]\w*)".format("|".join(
+    sorted(surface.TOOL_MODULES, key=len, reverse=True))))
+_DEF = re.compile(r"^def[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+_REBIND = r"(?:^|[\s,(])%s[ \t]*(?:=(?!=)|,[^\n]*=(?!=)|\bin\b)"
+
+
+@cache
+def dialect() -> sl.Dialect:
+    """The dialect the engine runs scripts in (``load`` is parsed here to report it)."""
+    return sl.Dialect.standard()
+
+
+@cache
+def _globals() -> sl.Globals:
+    return sl.Globals.extended_by([sl.LibraryExtension.StructType])
+
+
+@cache
+def provided(kind: str) -> frozenset[str]:
+    """Names our runtime binds for a script of ``kind`` besides Starlark's own."""
+    names = set(ALWAYS) | set(surface.module_names(kind))
+    if kind == "hook":
+        names |= set(surface.HOOK_FUNCTIONS)
+    if kind == "when":
+        names |= set(surface.WHEN_NAMES)
+    return frozenset(names)
+
+
+def _problem(filename: str, line: int, column: int, code: str, message: str,
+             severity: str = "error") -> Problem:
+    return Problem(path=filename, line=line, column=column, code=code, message=message,
+                   severity=severity)  # type: ignore[arg-type]
+
+
+def _shift(line: int, column: int, first_line: int, first_column: int, kind: str) -> int:
+    """File column for a 1-based script column: block indentation, and the when prefix."""
+    if kind == "when" and line == first_line:
+        column = max(column - len(_WHEN_PREFIX), 1)
+        return column + max(first_column - 1, 0)
+    return column + max(first_column - 1, 0)
+
+
+def check_script(source: str, filename: str, first_line: int = 1, kind: str = "tool",
+                 *, first_column: int = 1, owner: str = "") -> list[Problem]:
+    """Every static problem of one script (``kind`` is ``tool``, ``hook`` or ``when``).
+
+    ``filename`` is what problems name; ``first_line``/``first_column`` locate the
+    script's first character in that file; ``owner`` (``tool "x"``) prefixes messages.
+    """
+    who = f"{owner} " if owner else ""
+    what = "when expression" if kind == "when" else "script"
+    first_line = max(first_line, 1)
+    pad = "\n" * (first_line - 1)
+    if kind == "when":
+        text = f"{pad}{_WHEN_PREFIX}{source.strip()}\n)\n"
+    else:
+        text = pad + source
+    try:
+        ast = sl.parse(filename, text, dialect())
+    except sl.StarlarkError as exc:
+        message = str(exc)
+        head = message.strip().splitlines()[0] if message.strip() else "syntax error"
+        head = head.removeprefix("error: ")
+        loc = _LOCATION.search(message)
+        line, column = (int(loc.group(1)), int(loc.group(2))) if loc else (first_line, 1)
+        column = _shift(line, column, first_line, first_column, kind)
+        last = first_line + source.strip().count("\n")
+        at_eof = re.search(r"^\s*\d+\s*\|", message, re.M) is None
+        if line < first_line or at_eof:  # errors at end of input come as 1:1, no snippet
+            line = last
+            column = max(first_column, 1) + len(source.rstrip().split("\n")[-1].strip())
+        if kind == "when" and line > last:  # the closing parenthesis we added
+            line, column = last, max(first_column, 1) + len(source.strip().split("\n")[-1])
+        hint = ("; a when is one expression, e.g. payload[\"name\"] == \"x\"" if kind == "when"
+                else "; fix the Starlark syntax (Python-like, no classes, no while)")
+        return [_problem(filename, line, column, "script-syntax",
+                         f"{who}{what} does not parse: {head}{hint}")]
+    except BaseException as exc:  # noqa: BLE001 - a Rust panic must not kill validate
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        return [_problem(filename, first_line, 1, "script-syntax",
+                         f"{who}{what} cannot be parsed: {exc}")]
+    problems: list[Problem] = []
+    for load in ast.loads():
+        problems.append(_problem(filename, first_line, 1, "script-load",
+                                 f'{who}{what} uses load("{load.module_id}"): load statements are '
+                                 "not supported; use the built-in modules instead"))
+    for lint in ast.lint():
+        if lint.short_name in _SKIP_LINTS:
+            continue
+        begin = lint.resolved_location.span.begin
+        line = begin.line + 1
+        problems.append(_problem(filename, line,
+                                 _shift(line, begin.column + 1, first_line, first_column, kind),
+                                 f"script-lint-{lint.short_name}", f"{who}{what}: {lint.problem}",
+                                 "warning"))
+    names = provided(kind)
+    errors, _iface, _ = ast.typecheck(_globals(), {})
+    for error in errors:
+        message = str(error)
+        span = error.span
+        if span is not None:
+            line = span.span.begin.line + 1
+            column = _shift(line, span.span.begin.column + 1, first_line, first_column, kind)
+        else:
+            line, column = first_line, 1
+        missing = _NOT_FOUND.search(message)
+        name = missing.group(1) if missing else None
+        if name is None and "unresolved ident" in message and span is not None:
+            name = _span_text(text, span.span)
+        if name:
+            if name in names:
+                continue
+            problems.append(_undefined(filename, line, column, name, kind, who, what))
+        else:
+            if span is not None and _shadowed(text, span.span, names):
+                continue  # e.g. `hash.sha256`: our module shadows Starlark's hash()
+            head = message.strip().splitlines()[0].removeprefix("error: ")
+            problems.append(_problem(filename, line, column, "script-type",
+                                     f"{who}{what}: {head}", "warning"))
+    problems.extend(_attributes(source, filename, first_line, first_column, kind, who, what))
+    if kind in ("tool", "hook"):
+        problems.extend(_entry_point(source, filename, first_line, first_column, kind, who))
+    return problems
+
+
+def _span_text(text: str, span: sl.ResolvedSpan) -> str | None:
+    lines = text.split("\n")
+    begin, end = span.begin, span.end
+    if begin.line != end.line or begin.line >= len(lines):
+        return None
+    word = lines[begin.line][begin.column:end.column]
+    return word if word.isidentifier() else None
+
+
+def _shadowed(text: str, span: sl.ResolvedSpan, names: frozenset[str]) -> bool:
+    lines = text.split("\n")
+    begin = span.begin
+    if begin.line >= len(lines):
+        return False
+    line = lines[begin.line]
+    head = re.match(r"\s*([A-Za-z_]\w*)", line[begin.column:])
+    owner = re.search(r"([A-Za-z_]\w*)\s*\.\s*$", line[:begin.column])
+    return (head is not None and head.group(1) in names) or (
+        owner is not None and owner.group(1) in names)
+
+
+def _undefined(filename: str, line: int, column: int, name: str, kind: str, who: str,
+               what: str) -> Problem:
+    if name in surface.TOOL_MODULES or name in surface.HOOK_FUNCTIONS:
+        where = {"tool": "tool scripts", "hook": "hook scripts", "when": "when expressions"}[kind]
+        return _problem(filename, line, column, "script-unavailable",
+                        f'{who}{what} uses "{name}", which is not available in {where}; '
+                        f"available: {', '.join(sorted(provided(kind) - ALWAYS))}")
+    candidates = sorted(provided(kind) | _builtin_names())
+    return _problem(filename, line, column, "script-undefined",
+                    f'{who}{what} uses undefined name "{name}"{suggest(name, candidates)}; define '
+                    "it or use a Starlark or harness built-in")
+
+
+@cache
+def _builtin_names() -> frozenset[str]:
+    return frozenset((
+        "None", "True", "False", "abs", "all", "any", "bool", "dict", "dir", "enumerate",
+        "fail", "float", "getattr", "hasattr", "hash", "int", "len", "list", "max", "min",
+        "range", "repr", "reversed", "sorted", "str", "tuple", "type", "zip", "print", "struct",
+    ))
+
+
+def _attributes(source: str, filename: str, first_line: int, first_column: int, kind: str,
+                who: str, what: str) -> list[Problem]:
+    """``module.function`` uses that the surface does not declare for this kind."""
+    modules = surface.module_names(kind)
+    problems: list[Problem] = []
+    if "." not in source:
+        return problems
+    # Fast path: every ``module.attr`` in the text (strings included) is declared.
+    if all(attr in modules.get(mod, ()) or mod not in modules
+           for mod, attr in _QUICK.findall(source)):
+        return problems
+    rebound: dict[str, bool] = {}
+    for match in _TOKENS.finditer(source):
+        mod = match.group("mod")
+        if mod is None or mod not in surface.TOOL_MODULES:
+            continue
+        attr = match.group("attr")
+        declared = modules.get(mod)
+        if declared is None or attr in declared:
+            continue  # an unavailable module is reported by the globals check
+        if mod not in rebound:
+            rebound[mod] = re.search(_REBIND % re.escape(mod), source, re.M) is not None \
+                or re.search(rf"def\s+\w+\s*\([^)]*\b{re.escape(mod)}\b", source) is not None
+        if rebound[mod]:
+            continue
+        start = match.start("attr")
+        line_in = source.count("\n", 0, start)
+        col = start - (source.rfind("\n", 0, start) + 1) + 1
+        line = first_line + line_in
+        column = col + (len(_WHEN_PREFIX) if kind == "when" and line_in == 0 else 0)
+        column = _shift(line, column, first_line, first_column, kind)
+        if attr in surface.TOOL_MODULES.get(mod, ()):
+            where = {"hook": "hook scripts", "when": "when expressions"}.get(kind, "tool scripts")
+            msg = (f'{who}{what} calls {mod}.{attr}, which is not available in {where}; '
+                   f"{mod} offers: {', '.join(declared)}")
+            code = "script-unavailable"
+        else:
+            msg = (f'{who}{what} calls {mod}.{attr}, which does not exist'
+                   f"{suggest(attr, [f for f in declared])}; {mod} offers: {', '.join(declared)}")
+            code = "script-unknown-function"
+        problems.append(_problem(filename, line, column, code, msg))
+    return problems
+
+
+def _entry_point(source: str, filename: str, first_line: int, first_column: int, kind: str,
+                 who: str) -> list[Problem]:
+    column = max(first_column, 1)
+    name, arity = surface.TOOL_ENTRY if kind == "tool" else surface.HOOK_ENTRY
+    signature = "run(args)" if kind == "tool" else "handle(event, payload)"
+    for match in _DEF.finditer(source):
+        if match.group(1) != name:
+            continue
+        params = [p.strip() for p in match.group(2).split(",") if p.strip()]
+        required = [p for p in params if "=" not in p and not p.startswith("*")]
+        star = any(p.startswith("*") and not p.startswith("**") for p in params)
+        line = first_line + source.count("\n", 0, match.start())
+        if len(required) > arity or (len(params) < arity and not star):
+            return [_problem(filename, line, column, "script-entry-arity",
+                             f"{who}script defines {name}() with {len(params)} parameter"
+                             f"{'s' if len(params) != 1 else ''}; it must be `def {signature}:`")]
+        return []
+    return [_problem(filename, first_line, column, "script-entry-missing",
+                     f"{who}script does not define `def {signature}:`; add it — harness calls "
+                     f"{name} for every {'call' if kind == 'tool' else 'event'}")]
+

@@ -1,0 +1,305 @@
+"""One fixture per rule (tests/fixtures/load/<case>/): code, line and message of each problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.validation import check_project
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "load"
+T = ".harness/tools/t.md"
+H = ".harness/hooks/h.md"
+
+# case -> [(path, line, code, severity, text the message must contain)]; nothing else allowed.
+CASES: dict[str, list[tuple[str, int, str, str, str]]] = {
+    "good": [],
+    "bom_crlf": [],
+    "empty_frontmatter": [(T, 1, "tool-no-script", "warning", 'tool "t" has no script')],
+    "missing_open": [
+        (
+            T,
+            1,
+            "frontmatter-missing",
+            "error",
+            "parse tool t.md: missing --- frontmatter delimiter on line 1",
+        )
+    ],
+    "unclosed": [
+        (T, 1, "frontmatter-unclosed", "error", "parse tool t.md: no closing --- delimiter")
+    ],
+    "yaml_error": [(T, 8, "yaml-syntax", "error", "parse tool t.md: yaml: line 8: did not find")],
+    "yaml_alias": [
+        (T, 3, "yaml-alias", "error", "parse tool t.md: yaml: line 3: anchors (&p) are not allowed")
+    ],
+    "not_mapping": [(T, 2, "frontmatter-not-mapping", "error", "frontmatter must be a mapping")],
+    "bad_utf8": [
+        (T, 2, "encoding-invalid", "error", "parse tool t.md: not valid UTF-8 at byte offset 13")
+    ],
+    "unknown_key": [
+        (
+            T,
+            2,
+            "unknown-key",
+            "warning",
+            'tool "t" has unknown key "timeout_msec"; rename it (did you mean "timeout_ms"?)',
+        )
+    ],
+    "timeout_negative": [(T, 2, "timeout-negative", "error", 'tool "t" timeout_ms must be >= 0')],
+    "duplicate": [
+        (
+            T,
+            1,
+            "duplicate-name",
+            "error",
+            'tool "t" is defined more than once: in harness.md:3 and in .harness/tools/t.md:1',
+        )
+    ],
+    "duplicate_bundles": [
+        (
+            ".harness/plugins/b.md",
+            3,
+            "duplicate-name",
+            "error",
+            'tool "t" is defined more than once: in .harness/builtins/a.md:3 and in '
+            ".harness/plugins/b.md:3",
+        )
+    ],
+    "override_nothing": [
+        (
+            ".harness/overrides/o.md",
+            3,
+            "override-unused",
+            "error",
+            'override of tool "ghost" replaces nothing',
+        )
+    ],
+    "override_twice": [
+        (
+            ".harness/overrides/b.md",
+            3,
+            "override-duplicate",
+            "error",
+            'tool "t" is overridden more than once: in .harness/overrides/a.md:3',
+        )
+    ],
+    "invalid_name": [
+        (
+            ".harness/tools/9lives.md",
+            1,
+            "tool-name-invalid",
+            "error",
+            'tool name "9lives" is invalid: it must start with a letter',
+        )
+    ],
+    "name_collision": [
+        (
+            ".harness/tools/a_b.md",
+            1,
+            "tool-name-collision",
+            "error",
+            'tool "a_b" and tool "a.b" (.harness/tools/a.b.md:1) both export as "a_b"',
+        )
+    ],
+    "param_type_invalid": [
+        (
+            T,
+            4,
+            "parameter-type-invalid",
+            "error",
+            'parameter "n" type must be one of string, number, integer, boolean, '
+            "object, array; got 'integr' (did you mean \"integer\"?)",
+        )
+    ],
+    "param_type_missing": [(T, 3, "parameter-type-missing", "error", 'parameter "n" has no type')],
+    "param_schema_invalid": [
+        (
+            T,
+            5,
+            "parameters-schema-invalid",
+            "error",
+            'tool "t" parameters are not a valid JSON Schema at $.n.minimum',
+        )
+    ],
+    "param_required_invalid": [
+        (
+            T,
+            5,
+            "parameter-required-invalid",
+            "error",
+            'parameter "n" required must be true or false',
+        )
+    ],
+    "returns_invalid": [
+        (T, 3, "returns-invalid", "error", 'tool "t" returns is not a valid JSON Schema at $.type')
+    ],
+    "field_types": [
+        (T, 2, "field-type", "error", 'tool "t" async must be true or false'),
+        (T, 3, "field-type", "error", 'tool "t" enabled must be true or false, got 1'),
+        (T, 4, "loading-invalid", "error", 'tool "t" loading must be one of always, deferred'),
+        (
+            T,
+            6,
+            "annotations-invalid",
+            "error",
+            'tool "t" annotations.read_only must be true or false',
+        ),
+        (T, 7, "annotation-unknown-key", "warning", '(did you mean "read_only"?)'),
+    ],
+    "no_script": [(T, 1, "tool-no-script", "warning", "Harness.bind()")],
+    "hook_no_event": [(H, 1, "event-missing", "error", 'hook "h" has no event; add `event:`')],
+    "hook_unknown_event": [
+        (
+            H,
+            2,
+            "event-unknown",
+            "error",
+            'hook "h" event \'tool.prex\' is unknown (did you mean "tool.pre"?)',
+        )
+    ],
+    "hook_no_script": [(H, 1, "hook-script-missing", "error", 'hook "h" has no script')],
+    "hook_fields": [
+        (H, 3, "field-type", "error", 'hook "h" priority must be an integer'),
+        (H, 4, "on-error-invalid", "error", 'hook "h" on_error must be one of block, allow'),
+        (H, 5, "timeout-negative", "error", 'hook "h" timeout_ms must be >= 0'),
+    ],
+    "hook_handle_arity": [
+        (H, 4, "script-entry-arity", "error", "it must be `def handle(event, payload):`")
+    ],
+    "hook_exec": [
+        (
+            H,
+            5,
+            "script-unavailable",
+            "error",
+            'uses "exec", which is not available in hook scripts',
+        ),
+        (
+            H,
+            6,
+            "script-unavailable",
+            "error",
+            "calls fs.write, which is not available in hook scripts",
+        ),
+    ],
+    "when_syntax": [(H, 3, "script-syntax", "error", 'hook "h" when expression does not parse')],
+    "when_undefined": [
+        (H, 3, "script-undefined", "error", 'hook "h" when expression uses undefined name "target"')
+    ],
+    "script_syntax": [
+        (T, 4, "script-syntax", "error", 'tool "t" script does not parse: Parse error')
+    ],
+    "script_no_run": [(T, 3, "script-entry-missing", "error", "does not define `def run(args):`")],
+    "script_undefined": [
+        (T, 4, "script-undefined", "error", 'uses undefined name "lenn" (did you mean "len"?)')
+    ],
+    "script_unknown_function": [
+        (
+            T,
+            4,
+            "script-unknown-function",
+            "error",
+            'calls fs.reed, which does not exist (did you mean "read"?)',
+        )
+    ],
+    "script_load": [
+        (T, 3, "script-load", "error", 'uses load("lib.star"): load statements are not')
+    ],
+    "config_invalid": [
+        (
+            "harness.md",
+            3,
+            "config-invalid",
+            "error",
+            "config limits.max_output_bytes must be an integer",
+        ),
+        ("harness.md", 4, "config-unknown-key", "warning", '(did you mean "max_output_bytes"?)'),
+        ("harness.md", 6, "config-invalid", "error", "config runtime.isolation must be one of"),
+        (
+            "harness.md",
+            7,
+            "config-unknown-key",
+            "warning",
+            '"workspce" (did you mean "workspace"?)',
+        ),
+    ],
+    "file_ignored": [
+        (".harness/tools/T.MD", 0, "file-ignored", "warning", 'rename it to "T.md"'),
+        (".harness/tools/u.markdown", 0, "file-ignored", "warning", 'rename it to "u.md"'),
+    ],
+    "bundle_invalid": [
+        (
+            ".harness/builtins/empty.md",
+            1,
+            "bundle-empty",
+            "warning",
+            "has no tools: or hooks: list",
+        ),
+        (".harness/plugins/p.md", 2, "bundle-invalid", "error", "tools must be a list of entries"),
+        (".harness/plugins/p.md", 4, "entry-name-missing", "error", "hooks[0] has no name"),
+        (".harness/plugins/p.md", 5, "entry-invalid", "error", "hooks[1] must be a mapping"),
+    ],
+}
+
+
+def test_every_fixture_has_a_case() -> None:
+    assert sorted(p.name for p in FIXTURES.iterdir()) == sorted(CASES)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_conformance(case: str) -> None:
+    project = check_project(FIXTURES / case)
+    got = [(p.path, p.line, p.code, p.severity) for p in project.problems]
+    want = [(path, line, code, sev) for path, line, code, sev, _ in CASES[case]]
+    assert got == want, "\n".join(p.render() for p in project.problems)
+    for problem, (*_, text) in zip(project.problems, CASES[case], strict=True):
+        assert text in problem.message
+        assert problem.column >= (0 if problem.line == 0 else 1)
+    assert project.ok == all(sev == "warning" for *_, sev, _ in CASES[case])
+
+
+def test_strict_turns_unknown_keys_into_errors() -> None:
+    lenient = check_project(FIXTURES / "unknown_key")
+    strict = check_project(FIXTURES / "unknown_key", strict=True)
+    assert lenient.ok and not strict.ok
+    assert [p.severity for p in strict.problems] == ["error"]
+
+
+def test_good_project_contents() -> None:
+    project = check_project(FIXTURES / "good")
+    assert list(project.tools) == ["hash_it", "inline.echo", "now", "read"]
+    assert project.system_prompt == "You are a careful assistant."
+    assert project.config.limits.max_output_bytes == 1000
+    now = project.tools["now"]
+    assert now.description == "Current time (overridden)"
+    assert now.source.layer == "overrides" and now.source.path == ".harness/overrides/now.md"
+    read = project.tools["read"]
+    assert read.description == "Read a file."
+    assert read.input_schema == {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File to read"},
+            "limit": {"type": "integer", "minimum": 1, "default": 10},
+        },
+        "required": ["path"],
+    }
+    assert (read.script_line, read.script_column) == (12, 3)
+    assert project.tools["hash_it"].description == "hash_it"
+    assert [h.name for h in project.hooks] == ["allow_reads", "audit"]
+    allow = project.hooks[0]
+    assert (allow.priority, allow.event, allow.when_line, allow.script_line) == (
+        0,
+        "tool.pre",
+        4,
+        6,
+    )
+    assert project.hooks[1].event == "custom.audit"
+
+
+def test_bom_crlf_loads() -> None:
+    project = check_project(FIXTURES / "bom_crlf")
+    tool = project.tools["t"]
+    assert tool.description == "A tool."
+    assert tool.script == "def run(args):\n    return 1\n"
+    assert tool.script_line == 3
