@@ -265,6 +265,23 @@ class Session:
         self._inproc: ScriptRuntime | None = None
         self._extra["read_output"] = (harness._tools["read_output"], self._read_output)
         self.emit("session.start")
+        self.fire("session.start", {})
+
+    def fire(self, event: str, payload: Mapping[str, Any]) -> Any:
+        """Run the hooks of ``event`` (``session.*`` or ``custom.<name>``) on ``payload``.
+
+        Returns the chain outcome (``blocked_by``, ``reason``, the possibly modified
+        ``payload``); what a block means for a custom event is up to the caller.
+        """
+        chain = self.harness._chain
+        if not chain.for_event(event):
+            return None
+        out = chain.run(event, {**payload, "session": self.id}, self.harness.runtime,
+                        self._hook_ctx)
+        if out.blocked_by is not None:
+            self.emit("hook.decision", hook_event=event, hook=out.blocked_by,
+                      decision="block", reason=out.reason)
+        return out
 
     # -- CallEnv -----------------------------------------------------------------
 
@@ -275,7 +292,7 @@ class Session:
         if self._audit is not None:
             self._audit.write(self.id, "log", {"level": level, "message": message, **fields})
 
-    def emit(self, event: str, **fields: Any) -> None:
+    def emit(self, event: str, /, **fields: Any) -> None:
         if self._audit is not None:
             self._audit.write(self.id, event, fields)
         log_event(self.id, event, fields)
@@ -445,6 +462,7 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        self.fire("session.end", {})
         self.emit("session.end")
         if self._pool is not None:
             self._pool.shutdown(wait=True)

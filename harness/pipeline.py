@@ -107,7 +107,7 @@ class CallEnv(Protocol):
     log: LogSink
     auditing: bool
 
-    def emit(self, event: str, **fields: Any) -> None: ...
+    def emit(self, event: str, /, **fields: Any) -> None: ...
     def host(self, method: str, payload: Mapping[str, Any]) -> Any: ...
     def spill(self, text: str) -> str | None: ...
     def extra_tool(self, name: str) -> tuple[ToolSpec, Handler | None] | None: ...
@@ -210,7 +210,7 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
 
     def on_decision(event: str, hook: str, decision: str, reason: str, ms: float) -> None:
         if auditing:
-            env.emit("hook.decision", event=event, hook=hook, tool=name, call_id=call_id,
+            env.emit("hook.decision", hook_event=event, hook=hook, tool=name, call_id=call_id,
                      decision=decision, reason=reason, duration_ms=ms)
 
     # 3. tool.pre hooks

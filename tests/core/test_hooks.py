@@ -192,3 +192,17 @@ def test_chain_order_is_fixed_at_load_and_stops_at_first_block() -> None:
                     lambda h: CallContext(config=harness.Config()))
     assert rt.calls == ["b", "c", "a"]
     assert out.blocked_by == "a" and out.reason == "stop"
+
+
+def test_session_events_run_their_hooks(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"get": "---\nscript: |\n  def run(args):\n      return cache.get('started')\n---\nget\n"},
+                     hooks={"start": hook("session.start", 'cache.set("started", payload["session"])\nreturn None')})
+    with h.session("abc") as s:
+        assert s.call("get", {}).value == "abc"
+
+
+def test_custom_events_can_be_fired(make_harness: MakeHarness) -> None:
+    h = make_harness(hooks={"deploy_gate": hook("custom.deploy", 'return block("frozen")')})
+    with h.session() as s:
+        out = s.fire("custom.deploy", {"env": "prod"})
+        assert out.blocked_by == "deploy_gate" and out.reason == "frozen"
