@@ -1,0 +1,176 @@
+"""The starter pack's file tools, called through `harness call` on a temporary workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pack_helpers import call, err, ok
+
+# -- read_file ---------------------------------------------------------------------------
+
+
+def test_read_file_whole_and_ranges(ws: Path) -> None:
+    (ws / "ten.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    whole = ok(ws, "read_file", {"path": "ten.txt"})
+    assert whole == {"path": "ten.txt", "content": "\n".join(f"line {i}" for i in range(1, 11)),
+                     "start_line": 1, "end_line": 10, "total_lines": 10, "truncated": False,
+                     "next_offset": None}
+    page = ok(ws, "read_file", {"path": "ten.txt", "offset": 3, "limit": 2})
+    assert (page["content"], page["start_line"], page["end_line"], page["next_offset"]) == (
+        "line 3\nline 4", 3, 4, 5)
+    span = ok(ws, "read_file", {"path": "ten.txt", "start_line": 9, "end_line": 10})
+    assert span["content"] == "line 9\nline 10" and span["next_offset"] is None
+    head = ok(ws, "read_file", {"path": "ten.txt", "end_line": 2})
+    assert head["content"] == "line 1\nline 2" and head["next_offset"] == 3
+
+
+def test_read_file_refusals(ws: Path) -> None:
+    (ws / "f.txt").write_text("a\nb\n")
+    assert err(ws, "read_file", {"path": "f.txt", "offset": 1, "end_line": 2}) == (
+        "use either offset/limit or start_line/end_line, not both")
+    assert err(ws, "read_file", {"path": "f.txt", "offset": 5}) == (
+        'line 5 is past the end of "f.txt", which has 2 lines')
+    assert "end_line 1 is before start_line 2" in err(
+        ws, "read_file", {"path": "f.txt", "start_line": 2, "end_line": 1})
+    assert '"src" is a directory' in err(ws, "read_file", {"path": "src"})
+    assert "$.offset" in err(ws, "read_file", {"path": "f.txt", "offset": 0})
+    assert "'path' is a required property" in err(ws, "read_file", {})
+    assert "outside the workspace" in err(ws, "read_file", {"path": "../outside.txt"})
+    assert "outside the workspace" in err(ws, "read_file", {"path": "/etc/passwd"})
+    assert "protected" in err(ws, "read_file", {"path": ".harness/tools/git.md"})
+    (ws / ".env").write_text("TOKEN=x\n")
+    assert "sensitive" in err(ws, "read_file", {"path": ".env"})
+
+
+def test_read_file_empty_long_and_huge_lines(ws: Path) -> None:
+    (ws / "empty.txt").write_text("")
+    assert ok(ws, "read_file", {"path": "empty.txt"}) == {
+        "path": "empty.txt", "content": "", "start_line": 0, "end_line": 0, "total_lines": 0,
+        "truncated": False, "next_offset": None}
+    (ws / "long.txt").write_text("".join(f"{i}\n" for i in range(1, 2501)))
+    first = ok(ws, "read_file", {"path": "long.txt"})
+    assert (first["end_line"], first["total_lines"], first["next_offset"]) == (2000, 2500, 2001)
+    assert first["truncated"] is False
+    # 100 lines of 1000 characters: the 50 000-character budget stops at a line boundary.
+    (ws / "wide.txt").write_text(("x" * 999 + "\n") * 100)
+    wide = ok(ws, "read_file", {"path": "wide.txt"})
+    assert wide["truncated"] is True
+    assert wide["end_line"] == 50 and wide["next_offset"] == 51
+    assert len(wide["content"]) < 50000
+
+
+# -- write_file --------------------------------------------------------------------------
+
+
+def test_write_file_creates_and_overwrites(ws: Path) -> None:
+    assert ok(ws, "write_file", {"path": "a/b/new.txt", "content": "héllo\n"}) == {
+        "path": "a/b/new.txt", "bytes": 7, "created": True}
+    assert (ws / "a" / "b" / "new.txt").read_text() == "héllo\n"
+    assert ok(ws, "write_file", {"path": "a/b/new.txt", "content": ""})["created"] is False
+    assert (ws / "a" / "b" / "new.txt").read_text() == ""
+
+
+def test_write_file_refusals(ws: Path) -> None:
+    original = (ws / "harness.md").read_text()
+    assert "protected" in err(ws, "write_file", {"path": "harness.md", "content": "x"})
+    assert (ws / "harness.md").read_text() == original
+    assert "protected" in err(ws, "write_file", {"path": ".harness/tools/evil.md",
+                                                 "content": "---\n---\n"})
+    assert not (ws / ".harness" / "tools" / "evil.md").exists()
+    assert "outside the workspace" in err(ws, "write_file", {"path": "../x.txt", "content": "x"})
+    assert not (ws.parent / "x.txt").exists()
+    assert "sensitive" in err(ws, "write_file", {"path": "keys/id_rsa", "content": "x"})
+    assert '"src" is a directory' in err(ws, "write_file", {"path": "src", "content": "x"})
+    assert "'content' is a required property" in err(ws, "write_file", {"path": "y.txt"})
+
+
+# -- edit_file ---------------------------------------------------------------------------
+
+
+def test_edit_file_replaces_one_occurrence(ws: Path) -> None:
+    out = ok(ws, "edit_file", {"path": "src/app.py", "old_string": "print('hello')",
+                               "new_string": "print('bye')"})
+    assert out == {"path": "src/app.py", "strategy": "exact"}
+    assert (ws / "src" / "app.py").read_text() == "def main():\n    print('bye')\n\n\nmain()\n"
+
+
+def test_edit_file_keeps_crlf(ws: Path) -> None:
+    (ws / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    ok(ws, "edit_file", {"path": "win.txt", "old_string": "two\nthree", "new_string": "2\n3"})
+    assert (ws / "win.txt").read_bytes() == b"one\r\n2\r\n3\r\n"
+
+
+def test_edit_file_refusals(ws: Path) -> None:
+    (ws / "dup.txt").write_text("x = 1\nx = 1\n")
+    assert "more" in err(ws, "edit_file", {"path": "dup.txt", "old_string": "x = 1",
+                                           "new_string": "x = 2"}).lower()
+    assert (ws / "dup.txt").read_text() == "x = 1\nx = 1\n"
+    assert "not found" in err(ws, "edit_file", {"path": "dup.txt", "old_string": "nope",
+                                                "new_string": "x"}).lower()
+    assert err(ws, "edit_file", {"path": "dup.txt", "old_string": "x", "new_string": "x"}) == (
+        "old_string and new_string are identical; nothing to change")
+    assert "$.old_string" in err(ws, "edit_file", {"path": "dup.txt", "old_string": "",
+                                                   "new_string": "x"})
+    assert "protected" in err(ws, "edit_file", {"path": "harness.md", "old_string": "You",
+                                                "new_string": "We"})
+
+
+# -- list_files --------------------------------------------------------------------------
+
+
+def test_list_files_children_and_glob(ws: Path) -> None:
+    root = ok(ws, "list_files")
+    names = [e["path"] for e in root["entries"]]
+    assert "README.md" in names and "src" in names and "harness.md" in names
+    assert ".harness" not in names
+    src = next(e for e in root["entries"] if e["path"] == "src")
+    assert src == {"path": "src", "is_dir": True, "size": 0}
+    sub = ok(ws, "list_files", {"path": "src"})
+    assert sub["entries"] == [{"path": "src/app.py", "is_dir": False,
+                               "size": (ws / "src" / "app.py").stat().st_size}]
+    md = ok(ws, "list_files", {"pattern": "**/*.md"})
+    paths = [e["path"] for e in md["entries"]]
+    assert "README.md" in paths and "harness.md" in paths
+    assert not any(p.startswith(".harness") for p in paths)
+    py = ok(ws, "list_files", {"path": "src", "pattern": "*.py"})
+    assert [e["path"] for e in py["entries"]] == ["src/app.py"]
+
+
+def test_list_files_limits_and_refusals(ws: Path) -> None:
+    for i in range(5):
+        (ws / f"f{i}.txt").write_text("x")
+    capped = ok(ws, "list_files", {"pattern": "*.txt", "max_entries": 2})
+    assert (len(capped["entries"]), capped["total"], capped["truncated"]) == (2, 5, True)
+    assert "is a file" in err(ws, "list_files", {"path": "README.md"})
+    assert "must not contain" in err(ws, "list_files", {"pattern": "../*"})
+    assert "outside the workspace" in err(ws, "list_files", {"path": ".."})
+
+
+# -- search_files ------------------------------------------------------------------------
+
+
+def test_search_files_matches_and_options(ws: Path) -> None:
+    found = ok(ws, "search_files", {"pattern": "hel+o"})
+    assert {"path": "src/app.py", "line": 2, "text": "    print('hello')"} in found["matches"]
+    assert found["truncated"] is False
+    assert ok(ws, "search_files", {"pattern": "HELLO"})["count"] == 0
+    insensitive = ok(ws, "search_files", {"pattern": "HELLO", "ignore_case": True})
+    assert {m["path"] for m in insensitive["matches"]} == {"README.md", "src/app.py"}
+    only_py = ok(ws, "search_files", {"pattern": "(?i)hello", "glob": "**/*.py"})
+    assert {m["path"] for m in only_py["matches"]} == {"src/app.py"}
+    in_dir = ok(ws, "search_files", {"pattern": "main", "path": "src"})
+    assert in_dir["count"] == 2
+
+
+def test_search_files_caps_and_errors(ws: Path) -> None:
+    (ws / "many.txt").write_text("hit\n" * 20 + "y" * 1000 + " hit\n")
+    capped = ok(ws, "search_files", {"pattern": "hit", "path": "many.txt", "max_matches": 5})
+    assert (capped["count"], capped["truncated"]) == (5, True)
+    wide = ok(ws, "search_files", {"pattern": "y+ hit", "path": "many.txt"})
+    assert len(wide["matches"][0]["text"]) == 300
+    assert "RE2" in err(ws, "search_files", {"pattern": "(a"}) or "regular expression" in err(
+        ws, "search_files", {"pattern": "(a"})
+    assert "RE2" in err(ws, "search_files", {"pattern": "(?<=a)b"}) or "invalid" in err(
+        ws, "search_files", {"pattern": "(?<=a)b"})
+    report = call(ws, "search_files", {"pattern": "x", "max_matches": 0})
+    assert report["exit_code"] == 1 and "$.max_matches" in report["text"]
