@@ -15,12 +15,24 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from harness.artifacts.model import HookSpec, Parameter, Problem, Project, ToolSpec
-    from harness.config import Config
-    from harness.core import Harness, Session, check, load
-    from harness.errors import BuiltinError, HarnessError, JailError, LoadError, UsageError
-    from harness.results import ToolCall, ToolResult
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load on first use
+    from harness.artifacts.model import (  # noqa: F401
+        HookSpec,
+        Parameter,
+        Problem,
+        Project,
+        ToolSpec,
+    )
+    from harness.config import Config  # noqa: F401
+    from harness.core import Harness, Session, check, load  # noqa: F401
+    from harness.errors import (  # noqa: F401
+        BuiltinError,
+        HarnessError,
+        JailError,
+        LoadError,
+        UsageError,
+    )
+    from harness.results import ToolCall, ToolResult  # noqa: F401
 
 _WHERE = {
     "BuiltinError": "harness.errors",

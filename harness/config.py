@@ -144,7 +144,8 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
 
 
 def parse_config(
-    data: Mapping[str, Any], root: Path, path: str = "harness.md", lines: Mapping[str, int] | None = None
+    data: Mapping[str, Any], root: Path, path: str = "harness.md",
+    lines: Mapping[str, int] | None = None,
 ) -> tuple[Config, list[Problem]]:
     """Build a Config from harness.md frontmatter. ``lines`` maps top-level keys to file lines."""
     lines = lines or {}

@@ -19,7 +19,7 @@ from harness.artifacts.model import HookSpec, ToolSpec
 from harness.config import Config
 from harness.hooks import HookChain
 from harness.results import ToolCall, ToolResult
-from harness.runtime.context import CacheStore, CallContext, LogSink, Outcome, ScriptRuntime
+from harness.runtime.context import CacheStore, CallContext, Outcome, ScriptRuntime
 
 Handler = Callable[[dict[str, Any]], Any]
 
@@ -102,10 +102,14 @@ def policy_allows(config: Config, name: str) -> bool:
 class CallEnv(Protocol):
     """The session side of a call: identity, cache, log, audit, spill, extra tools."""
 
-    id: str
-    cache: CacheStore
-    log: LogSink
-    auditing: bool
+    @property
+    def id(self) -> str: ...
+    @property
+    def cache(self) -> CacheStore: ...
+    @property
+    def auditing(self) -> bool: ...
+
+    def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None: ...
 
     def emit(self, event: str, /, **fields: Any) -> None: ...
     def host(self, method: str, payload: Mapping[str, Any]) -> Any: ...
@@ -117,7 +121,7 @@ def render(value: Any) -> str:
     """What the model sees of a value: the string itself, or compact JSON."""
     kind = type(value)
     if kind is str:
-        return value  # type: ignore[no-any-return]
+        return value
     if kind is int:
         return str(value)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

@@ -27,7 +27,8 @@ class Problem:
     message: str
 
     def render(self) -> str:
-        return f"{self.path}:{self.line}:{self.column}: {self.severity}: {self.message} [{self.code}]"
+        where = f"{self.path}:{self.line}:{self.column}"
+        return f"{where}: {self.severity}: {self.message} [{self.code}]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

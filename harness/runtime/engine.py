@@ -199,8 +199,9 @@ def _ms(start: float) -> float:
     return (time.monotonic() - start) * 1000.0
 
 
-_LOCATION = re.compile(r"^\s*(?:-->\s*(?P<file>.+?):(?P<line>\d+):\d+|\* (?P<tfile>.+?):(?P<tline>\d+), in )",
-                       re.MULTILINE)
+_LOCATION = re.compile(
+    r"^\s*(?:-->\s*(?P<file>.+?):(?P<line>\d+):\d+|\* (?P<tfile>.+?):(?P<tline>\d+), in )",
+    re.MULTILINE)
 _ERROR_LINE = re.compile(r"^error: (?P<msg>.*?)(?=^\s*-->|\Z)", re.MULTILINE | re.DOTALL)
 _PY_PREFIX = re.compile(r"^(?:BuiltinError|JailError|ValueError|TypeError): ")
 

@@ -1,26 +1,12 @@
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from core_samples import write_project
 
 import harness
-
-
-def write_project(root: Path, *, tools: dict[str, str] | None = None,
-                  hooks: dict[str, str] | None = None, config: str = "") -> Path:
-    """Write real artifact files; ``config`` is harness.md frontmatter (YAML)."""
-    (root / ".harness" / "tools").mkdir(parents=True, exist_ok=True)
-    (root / ".harness" / "hooks").mkdir(parents=True, exist_ok=True)
-    cfg = "runtime: {isolation: inprocess}\n" + textwrap.dedent(config)
-    (root / "harness.md").write_text(f"---\n{cfg}---\nYou are a test agent.\n")
-    for name, text in (tools or {}).items():
-        (root / ".harness" / "tools" / f"{name}.md").write_text(textwrap.dedent(text).lstrip())
-    for name, text in (hooks or {}).items():
-        (root / ".harness" / "hooks" / f"{name}.md").write_text(textwrap.dedent(text).lstrip())
-    return root
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-import harness
-
 from core_samples import ECHO
+
+import harness
 
 MakeHarness = Callable[..., harness.Harness]
 

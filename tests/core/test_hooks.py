@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from core_samples import ECHO
+
 import harness
 from harness.artifacts.model import HookSpec, Source
 from harness.hooks import HookChain
 from harness.runtime.context import CallContext, Outcome
-
-from core_samples import ECHO
 
 MakeHarness = Callable[..., harness.Harness]
 

@@ -79,3 +79,16 @@ def test_disabled_by_default(make_harness: MakeHarness) -> None:
     h = make_harness(tools={"register": REGISTRAR})
     r = h.call("register", {"name": "double", "script": GOOD})
     assert r.is_error and "meta.tool_register is disabled" in (r.error or "")
+
+
+def test_registration_works_from_a_worker_process(tmp_path: object) -> None:
+    from core_samples import write_project
+
+    root = write_project(tmp_path, tools={"register": REGISTRAR},  # type: ignore[arg-type]
+                         config="meta: {enabled: true}\n")
+    text = (root / "harness.md").read_text().replace("isolation: inprocess", "isolation: process")
+    (root / "harness.md").write_text(text)
+    with harness.load(root) as h, h.session() as s:
+        r = s.call("register", {"name": "double", "script": GOOD})
+        assert r.value == {"name": "double", "registered": True}, r
+        assert s.call("double", {"x": 4}).value == 8

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from core_samples import ECHO
+
 import harness
 from harness import ToolCall
-
-from core_samples import ECHO
 
 MakeHarness = Callable[..., harness.Harness]
 

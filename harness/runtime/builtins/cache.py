@@ -52,7 +52,8 @@ class MemoryCache:
             old = self._data.get(key)
             new_total = self._bytes - (old[1] if old else 0) + size
             if old is None and len(self._data) >= self.max_entries:
-                raise BuiltinError(f"cache.set: the session cache is full ({self.max_entries} keys)")
+                raise BuiltinError(
+                    f"cache.set: the session cache is full ({self.max_entries} keys)")
             if new_total > self.max_bytes:
                 raise BuiltinError(f"cache.set: the session cache is full ({self.max_bytes} bytes)")
             self._data[key] = (encoded, size)

@@ -1,0 +1,791 @@
+"""``fs.*`` built-ins (SPEC §7): jailed file access for scripts.
+
+Every path goes through :mod:`harness.runtime.jail`. Paths returned are
+workspace-relative with ``/`` separators (``"."`` for the workspace itself).
+
+Writes are atomic: the new content goes to an unnamed (``O_TMPFILE``) or hidden
+temporary file in the target's directory, is fsync'ed and then renamed over the
+target, so readers see the old or the new file, never a mix, and a failed call leaves
+nothing behind. ``fs.write``, ``fs.append`` and ``fs.edit`` hold an exclusive
+``flock`` on the target's directory across their read-modify-write: the lock is
+per open file description, so it excludes other threads and other processes (the
+worker pool) alike, and it dies with a killed worker.
+
+Sizes: one file read, written or edited is at most ``limits.memory_mb / 16`` MiB
+(32 MiB by default). ``fs.read`` refuses a larger file unless ``max_bytes`` asks for
+its beginning.
+"""
+
+from __future__ import annotations
+
+import bisect
+import codecs
+import contextlib
+import errno
+import fcntl
+import functools
+import inspect
+import os
+import re
+import secrets
+import stat as st
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import re2
+
+from harness.errors import BuiltinError, JailError
+from harness.runtime import jail as _j
+from harness.runtime.context import CallContext
+
+# None: openat2 when available. Tests set False to run the portable walk.
+USE_OPENAT2: bool | None = None
+MAX_GLOB_RESULTS = 10000
+MAX_GREP_MATCHES = 10000
+MAX_GREP_LINE_CHARS = 1000
+BINARY_SNIFF_BYTES = 8192
+LOCK_WAIT_S = 60.0  # when the call has no deadline
+_TMP_PREFIX = ".harness-tmp-"
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _jail(ctx: CallContext) -> _j.Jail:
+    return _j.get_jail(ctx.config, use_openat2=USE_OPENAT2)
+
+
+def _cap(ctx: CallContext) -> int:
+    return max(1, ctx.config.limits.memory_mb) * 1024 * 1024 // 16
+
+
+# --------------------------------------------------------------------- arguments
+
+def _str(name: str, arg: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise BuiltinError(f"{name}: {arg} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _int(name: str, arg: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BuiltinError(f"{name}: {arg} must be an integer, got {type(value).__name__}")
+    if not lo <= value <= hi:
+        raise BuiltinError(f"{name}: {arg} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _encode(name: str, content: str, cap: int) -> bytes:
+    data = content.encode("utf-8", "surrogateescape")
+    if len(data) > cap:
+        raise BuiltinError(f"{name}: content is {len(data)} bytes, more than the limit of "
+                           f"{cap} bytes per file")
+    return data
+
+
+def _os_message(name: str, shown: str, e: OSError) -> str:
+    code = e.errno
+    if code == errno.ENOENT:
+        return f'{name}: path "{shown}" does not exist'
+    if code == errno.ENOTDIR:
+        return f'{name}: a parent of "{shown}" is not a directory'
+    if code == errno.EISDIR:
+        return f'{name}: path "{shown}" is a directory'
+    if code == errno.EEXIST:
+        return f'{name}: path "{shown}" already exists'
+    if code in (errno.EACCES, errno.EPERM):
+        return f'{name}: permission denied for "{shown}"'
+    if code == errno.ELOOP:
+        return f'{name}: path "{shown}" has too many levels of symbolic links'
+    if code == errno.ENAMETOOLONG:
+        return f'{name}: path "{shown}" is too long'
+    if code == errno.ENOTEMPTY:
+        return f'{name}: directory "{shown}" is not empty'
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return f'{name}: no space left to write "{shown}"'
+    return f'{name}: cannot access "{shown}": {e.strerror or e}'
+
+
+def _builtin(name: str) -> Callable[[F], F]:
+    """Name errors after the built-in: bad call shapes and OS errors become
+    BuiltinError with a message naming the function and the path."""
+
+    def deco(fn: F) -> F:
+        params = list(inspect.signature(fn).parameters)[1:]
+        where = "path" if "path" in params else None
+
+        @functools.wraps(fn)
+        def wrapper(ctx: CallContext, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(ctx, *args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__ is not None and e.__traceback__.tb_next is None:
+                    msg = str(e).split("() ", 1)[-1]  # "read() got an unexpected ..."
+                    raise BuiltinError(f"{name}: {msg}") from None
+                raise
+            except OSError as e:
+                shown: Any = kwargs.get(where or "", ".")
+                if where and params.index(where) < len(args):
+                    shown = args[params.index(where)]
+                raise BuiltinError(_os_message(name, str(shown), e)) from None
+
+        return wrapper  # type: ignore[return-value]
+
+    return deco
+
+
+def _deadline(ctx: CallContext, name: str) -> None:
+    if ctx.deadline is not None and time.monotonic() > ctx.deadline:
+        raise BuiltinError(f"{name}: the call ran out of time")
+
+
+# ------------------------------------------------------------------- primitives
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    chunks, left = [], limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _regular(name: str, shown: str, fd: int) -> os.stat_result:
+    info = os.fstat(fd)
+    if st.S_ISDIR(info.st_mode):
+        raise BuiltinError(f'{name}: path "{shown}" is a directory; use fs.list to see '
+                           "what it contains")
+    if not st.S_ISREG(info.st_mode):
+        raise BuiltinError(f'{name}: path "{shown}" is not a regular file')
+    return info
+
+
+@contextlib.contextmanager
+def _exclusive(ctx: CallContext, name: str, loc: _j.Located) -> Iterator[None]:
+    """flock(LOCK_EX) on the directory handle, waiting until the call's deadline."""
+    limit = ctx.deadline if ctx.deadline is not None else time.monotonic() + LOCK_WAIT_S
+    delay = 0.0002
+    while True:
+        try:
+            fcntl.flock(loc.dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > limit:
+                raise BuiltinError(f'{name}: timed out waiting for another call writing '
+                                   f'"{loc.shown}"') from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.005)
+    try:
+        yield
+    finally:
+        fcntl.flock(loc.dir_fd, fcntl.LOCK_UN)
+
+
+def _read_locked(name: str, loc: _j.Located, cap: int) -> bytes | None:
+    """Current content of ``loc`` (None if absent); refuses symlinks swapped in."""
+    try:
+        fd = os.open(loc.name, _j.READ_FLAGS | os.O_NOFOLLOW, dir_fd=loc.dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise BuiltinError(f'{name}: path "{loc.shown}" changed while being written; '
+                               "try again") from None
+        raise
+    try:
+        info = _regular(name, loc.shown, fd)
+        if info.st_size > cap:
+            raise BuiltinError(f'{name}: file "{loc.shown}" is {info.st_size} bytes, more '
+                               f"than the limit of {cap} bytes per file")
+        return _read_fd(fd, cap + 1)
+    finally:
+        os.close(fd)
+
+
+def _tmpfile(dfd: int) -> tuple[int, str | None]:
+    """An unnamed file in ``dfd`` if the filesystem can, else a hidden named one."""
+    if hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd"):
+        try:
+            return os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666,
+                           dir_fd=dfd), None
+        except OSError as e:
+            if os.fstat(dfd).st_nlink == 0:  # the directory was removed meanwhile
+                raise FileNotFoundError(errno.ENOENT, "directory removed") from None
+            if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                raise
+    tmp = _TMP_PREFIX + secrets.token_hex(8)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(tmp, flags, 0o666, dir_fd=dfd), tmp
+
+
+def _replace(name: str, loc: _j.Located, data: bytes) -> None:
+    """Atomically make ``loc`` hold ``data`` (temp file, fsync, rename)."""
+    if not loc.name:
+        raise BuiltinError(f'{name}: path "{loc.shown}" is the workspace directory')
+    dfd = loc.dir_fd
+    try:
+        old = os.stat(loc.name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        old = None
+    if old is not None and st.S_ISDIR(old.st_mode):
+        raise BuiltinError(f'{name}: path "{loc.shown}" is a directory')
+    fd, tmp = _tmpfile(dfd)
+    try:
+        _write_all(fd, data)
+        if old is not None and st.S_ISREG(old.st_mode):
+            os.fchmod(fd, st.S_IMODE(old.st_mode) & 0o777)
+        os.fsync(fd)
+        if tmp is None:  # give the unnamed file a name only now that it is complete
+            tmp = _TMP_PREFIX + secrets.token_hex(8)
+            os.link(f"/proc/self/fd/{fd}", tmp, dst_dir_fd=dfd, follow_symlinks=True)
+        os.rename(tmp, loc.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        tmp = None
+    finally:
+        os.close(fd)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+    with contextlib.suppress(OSError):
+        os.fsync(dfd)
+
+
+def _result(jail: _j.Jail, path: str, **extra: Any) -> dict[str, Any]:
+    return {"path": jail.display(path), **extra}
+
+
+# -------------------------------------------------------------------- functions
+
+@_builtin("fs.read")
+def read(ctx: CallContext, path: Any, max_bytes: Any = None) -> str:
+    path = _str("fs.read", "path", path)
+    cap = _cap(ctx)
+    if max_bytes is not None:
+        max_bytes = _int("fs.read", "max_bytes", max_bytes, 0, cap)
+    fd, _real = _jail(ctx).open(path, _j.READ_FLAGS)
+    try:
+        info = _regular("fs.read", path, fd)
+        if max_bytes is None and info.st_size > cap:
+            raise BuiltinError(f'fs.read: file "{path}" is {info.st_size} bytes, more than '
+                               f"the limit of {cap}; pass max_bytes to read its beginning")
+        data = _read_fd(fd, cap + 1 if max_bytes is None else max_bytes)
+    finally:
+        os.close(fd)
+    if max_bytes is None and len(data) > cap:
+        raise BuiltinError(f'fs.read: file "{path}" is more than {cap} bytes; pass '
+                           "max_bytes to read its beginning")
+    if max_bytes is not None and len(data) == max_bytes:
+        # possibly cut inside a character: drop the incomplete tail, do not show U+FFFD
+        return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
+    return data.decode("utf-8", "replace")
+
+
+@_builtin("fs.write")
+def write(ctx: CallContext, path: Any, content: Any) -> dict[str, Any]:
+    path = _str("fs.write", "path", path)
+    data = _encode("fs.write", _str("fs.write", "content", content), _cap(ctx))
+    jail = _jail(ctx)
+    with jail.locate(path, create=True, write=True) as loc, _exclusive(ctx, "fs.write", loc):
+        _replace("fs.write", loc, data)
+    return _result(jail, path, bytes=len(data))
+
+
+@_builtin("fs.append")
+def append(ctx: CallContext, path: Any, content: Any) -> dict[str, Any]:
+    path = _str("fs.append", "path", path)
+    cap = _cap(ctx)
+    data = _encode("fs.append", _str("fs.append", "content", content), cap)
+    jail = _jail(ctx)
+    with jail.locate(path, create=True, write=True) as loc, _exclusive(ctx, "fs.append", loc):
+        old = _read_locked("fs.append", loc, cap) or b""
+        if len(old) + len(data) > cap:
+            raise BuiltinError(f'fs.append: "{path}" would grow to {len(old) + len(data)} '
+                               f"bytes, more than the limit of {cap} bytes per file")
+        _replace("fs.append", loc, old + data)
+    return _result(jail, path, bytes=len(data))
+
+
+@_builtin("fs.edit")
+def edit(ctx: CallContext, path: Any, old: Any, new: Any) -> dict[str, Any]:
+    path = _str("fs.edit", "path", path)
+    old = _str("fs.edit", "old", old)
+    new = _str("fs.edit", "new", new)
+    if old == "":
+        raise BuiltinError("fs.edit: old must not be empty; use fs.write to create a file")
+    if old == new:
+        raise BuiltinError("fs.edit: old and new are the same; nothing to change")
+    cap = _cap(ctx)
+    jail = _jail(ctx)
+    with jail.locate(path, write=True) as loc, _exclusive(ctx, "fs.edit", loc):
+        raw = _read_locked("fs.edit", loc, cap)
+        if raw is None:
+            raise BuiltinError(f'fs.edit: path "{path}" does not exist')
+        text = raw.decode("utf-8", "surrogateescape")
+        updated, strategy = _apply_edit(path, text, old, new)
+        _replace("fs.edit", loc, _encode("fs.edit", updated, cap))
+    return _result(jail, path, strategy=strategy)
+
+
+@_builtin("fs.exists")
+def exists(ctx: CallContext, path: Any) -> bool:
+    path = _str("fs.exists", "path", path)
+    try:
+        loc = _jail(ctx).locate(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    with loc:
+        if not loc.name:
+            return True
+        try:
+            os.stat(loc.name, dir_fd=loc.dir_fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return True
+
+
+@_builtin("fs.stat")
+def stat(ctx: CallContext, path: Any) -> dict[str, Any]:
+    path = _str("fs.stat", "path", path)
+    jail = _jail(ctx)
+    with jail.locate(path, follow=False) as loc:
+        if loc.name:
+            info = os.stat(loc.name, dir_fd=loc.dir_fd, follow_symlinks=False)
+        else:
+            info = os.fstat(loc.dir_fd)
+    link = st.S_ISLNK(info.st_mode)
+    if link:  # describe the target, which must itself be inside and allowed
+        try:
+            fd, _real = jail.open(path, _j.PROBE_FLAGS)
+        except FileNotFoundError:
+            pass  # dangling link inside the workspace: describe the link
+        else:
+            try:
+                info = os.fstat(fd)
+            finally:
+                os.close(fd)
+    shown = jail.display(path)
+    return {"name": shown.rsplit("/", 1)[-1], "size": info.st_size,
+            "is_dir": st.S_ISDIR(info.st_mode), "is_symlink": link, "mtime": info.st_mtime}
+
+
+def _entry(jail: _j.Jail, dfd: int, name: str, rel: str) -> tuple[bool, int, str] | None:
+    """(is_dir, size, kind) of a directory entry, or None if it must stay unseen."""
+    if jail.hidden(rel):
+        return None
+    try:
+        info = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if not st.S_ISLNK(info.st_mode):
+        return st.S_ISDIR(info.st_mode), info.st_size, "dir" if st.S_ISDIR(info.st_mode) else (
+            "file" if st.S_ISREG(info.st_mode) else "other")
+    try:
+        fd, _real = jail.open(rel, _j.PROBE_FLAGS)
+    except FileNotFoundError:
+        return False, info.st_size, "link"  # dangling, inside
+    except (JailError, BuiltinError, OSError):
+        return None  # leads outside, or to something protected
+    try:
+        target = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return st.S_ISDIR(target.st_mode), target.st_size, "link"
+
+
+@_builtin("fs.list")
+def list_(ctx: CallContext, path: Any = ".") -> list[dict[str, Any]]:
+    path = _str("fs.list", "path", path)
+    jail = _jail(ctx)
+    fd, real = jail.open(path, _j.DIR_FLAGS)
+    out = []
+    try:
+        with os.scandir(fd) as it:
+            names = sorted(e.name for e in it)
+        for name in names:
+            got = _entry(jail, fd, name, f"{real}/{name}" if real else name)
+            if got is not None:
+                out.append({"name": name, "is_dir": got[0], "size": got[1]})
+    finally:
+        os.close(fd)
+    return out
+
+
+# ------------------------------------------------------------------------ editing
+
+_EOL = re.compile(r"\r\n|\r|\n")  # fixed pattern: stdlib re is safe here
+_STRATEGIES = ("exact", "line_endings", "trimmed", "indentation")
+
+
+def _eol_style(text: str) -> str | None:
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    cr = text.count("\r") - crlf
+    if not crlf + lf + cr:
+        return None
+    return max((crlf, "\r\n"), (lf, "\n"), (cr, "\r"))[1]
+
+
+def _find(haystack: str, needle: str) -> list[int]:
+    """Start offsets of ``needle``, overlapping ones included, at most two."""
+    hits: list[int] = []
+    at = haystack.find(needle)
+    while at >= 0 and len(hits) < 2:
+        hits.append(at)
+        at = haystack.find(needle, at + 1)
+    return hits
+
+
+def _ambiguous(path: str, norm: str, hits: list[int], strategy: str) -> BuiltinError:
+    lines = " and ".join(str(norm.count("\n", 0, h) + 1) for h in hits)
+    return BuiltinError(
+        f'fs.edit: old text matches more than one place in "{path}" ({strategy} match, '
+        f"lines {lines}, maybe more); include more surrounding lines in old so that it "
+        "matches exactly one place")
+
+
+def _indent(line: str) -> str:
+    return line[:len(line) - len(line.lstrip())]
+
+
+def _strip_blank(lines: list[str]) -> list[str]:
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+def _apply_edit(path: str, text: str, old: str, new: str) -> tuple[str, str]:
+    """Replace the one occurrence of ``old`` (four levels, strictest first; the first
+    level with any match decides). Line endings of the file are kept."""
+    style = _eol_style(text)
+
+    def styled(s: str) -> str:
+        return _EOL.sub(style, s) if style else s
+
+    hits = _find(text, old)
+    if len(hits) > 1:
+        raise _ambiguous(path, text, hits, "exact")
+    if hits:
+        return text[:hits[0]] + styled(new) + text[hits[0] + len(old):], "exact"
+
+    # The file with every line ending as "\n"; extra[k] = CRLFs among the first k ends.
+    ends = [(m.start(), m.end() - m.start()) for m in _EOL.finditer(text)]
+    norm = _EOL.sub("\n", text)
+    npos: list[int] = []
+    extra, acc = [0], 0
+    for start, length in ends:
+        npos.append(start - acc)
+        acc += length - 1
+        extra.append(acc)
+
+    def orig(p: int) -> int:
+        return p + extra[bisect.bisect_left(npos, p)]
+
+    def splice(start: int, end: int, replacement: str) -> str:
+        return text[:orig(start)] + styled(replacement) + text[orig(end):]
+
+    old_n, new_n = _EOL.sub("\n", old), _EOL.sub("\n", new)
+    hits = _find(norm, old_n)
+    if len(hits) > 1:
+        raise _ambiguous(path, norm, hits, "line-ending-normalized")
+    if hits:
+        return splice(hits[0], hits[0] + len(old_n), new_n), "line_endings"
+
+    core = old_n.strip()
+    if core and core != old_n:
+        hits = _find(norm, core)
+        if len(hits) > 1:
+            raise _ambiguous(path, norm, hits, "trimmed")
+        if hits:
+            lead = old_n[:len(old_n) - len(old_n.lstrip())]
+            trail = old_n[len(old_n.rstrip()):]
+            repl = new_n.removeprefix(lead)
+            if trail:
+                repl = repl.removesuffix(trail)
+            return splice(hits[0], hits[0] + len(core), repl), "trimmed"
+
+    want = [line.strip() for line in _strip_blank(old_n.split("\n"))]
+    if want:
+        lines = norm.split("\n")
+        keys = [line.strip() for line in lines]
+        k = len(want)
+        found = [i for i in range(len(lines) - k + 1)
+                 if keys[i] == want[0] and keys[i:i + k] == want]
+        if len(found) > 1:
+            starts = [sum(len(x) + 1 for x in lines[:i]) for i in found[:2]]
+            raise _ambiguous(path, norm, starts, "indentation-insensitive")
+        if found:
+            i = found[0]
+            start = sum(len(x) + 1 for x in lines[:i])
+            end = start + sum(len(x) + 1 for x in lines[i:i + k]) - 1
+            old_base = _indent(_strip_blank(old_n.split("\n"))[0])
+            file_base = _indent(lines[i])
+            body = []
+            for line in _strip_blank(new_n.split("\n")):
+                if not line.strip():
+                    body.append("")
+                elif line.startswith(old_base):
+                    body.append(file_base + line[len(old_base):])
+                else:
+                    body.append(file_base + line.lstrip())
+            if not body and end < len(norm):
+                end += 1  # deleting the lines: take their last line ending too
+            return splice(start, end, "\n".join(body)), "indentation"
+
+    raise BuiltinError(
+        f'fs.edit: old text not found in "{path}" (tried exact, line-ending-normalized, '
+        "trimmed and indentation-insensitive matching); read the file again and copy the "
+        "text to replace exactly")
+
+
+# ---------------------------------------------------------------------- globbing
+
+def _glob_parts(name: str, pattern: Any, jail: _j.Jail) -> list[str]:
+    pattern = _str(name, "pattern" if name == "fs.glob" else "glob", pattern)
+    if pattern == "":
+        raise BuiltinError(f"{name}: the glob pattern is empty")
+    rel = jail.relative(pattern)
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise JailError(_j.OUTSIDE.format(pattern))
+    return parts
+
+
+def _has_magic(s: str) -> bool:
+    return any(c in s for c in "*?[")
+
+
+def _walk(ctx: CallContext, name: str, jail: _j.Jail, dfd: int, rel: str,
+          parts: list[str], seen: set[str]) -> Iterator[tuple[str, str]]:
+    """(workspace-relative path, kind) of entries below ``dfd`` matching ``parts``.
+
+    Never follows a symlinked directory; skips hidden and sensitive entries; ``*``
+    and ``**`` skip names starting with ``.`` unless the pattern names them."""
+    if not parts:
+        return
+    _deadline(ctx, name)
+    head, rest = parts[0], parts[1:]
+    if head == "**":
+        if rest:  # "**" as zero directories
+            yield from _walk(ctx, name, jail, dfd, rel, rest, seen)
+        for child in sorted(os.listdir(dfd)):
+            crel = f"{rel}/{child}" if rel else child
+            if child.startswith("."):
+                continue
+            got = _entry(jail, dfd, child, crel)
+            if got is None:
+                continue
+            if not rest and crel not in seen:
+                seen.add(crel)
+                yield crel, got[2]
+            if got[2] == "dir":
+                yield from _descend(ctx, name, jail, dfd, child, crel, parts, seen)
+        return
+    if _has_magic(head):
+        names = [n for n in sorted(os.listdir(dfd))
+                 if _j.fnmatch.fnmatchcase(n, head) and (head.startswith(".")
+                                                         or not n.startswith("."))]
+    else:
+        names = [head]
+    for child in names:
+        crel = f"{rel}/{child}" if rel else child
+        got = _entry(jail, dfd, child, crel)
+        if got is None:
+            continue
+        if not rest:
+            if crel not in seen:
+                seen.add(crel)
+                yield crel, got[2]
+        elif got[2] == "dir":
+            yield from _descend(ctx, name, jail, dfd, child, crel, rest, seen)
+
+
+def _descend(ctx: CallContext, name: str, jail: _j.Jail, dfd: int, child: str, crel: str,
+             parts: list[str], seen: set[str]) -> Iterator[tuple[str, str]]:
+    try:
+        cfd = os.open(child, _j.DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dfd)
+    except OSError:
+        return  # vanished, swapped for a symlink, or unreadable: nothing to see
+    try:
+        yield from _walk(ctx, name, jail, cfd, crel, parts, seen)
+    finally:
+        os.close(cfd)
+
+
+def _glob(ctx: CallContext, name: str, jail: _j.Jail, base: str, parts: list[str],
+          limit: int) -> list[tuple[str, str]]:
+    fd, real = jail.open(base, _j.DIR_FLAGS)
+    found: list[tuple[str, str]] = []
+    try:
+        for item in _walk(ctx, name, jail, fd, real, parts, set()):
+            found.append(item)
+            if len(found) > limit:
+                raise BuiltinError(f"{name}: more than {limit} paths match; use a narrower "
+                                   "pattern")
+    finally:
+        os.close(fd)
+    return sorted(found)
+
+
+@_builtin("fs.glob")
+def glob(ctx: CallContext, pattern: Any) -> list[str]:
+    jail = _jail(ctx)
+    parts = _glob_parts("fs.glob", pattern, jail)
+    if not parts:
+        return []
+    return [p for p, _kind in _glob(ctx, "fs.glob", jail, ".", parts, MAX_GLOB_RESULTS)]
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(pattern: str) -> Any:
+    try:
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as e:
+        reason = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise BuiltinError(f'fs.grep: invalid RE2 pattern "{pattern}": {reason} (RE2 has no '
+                           "backreferences or lookaround)") from None
+
+
+@_builtin("fs.grep")
+def grep(ctx: CallContext, pattern: Any, path: Any = ".", glob: Any = "**/*",
+         max_matches: Any = 100) -> list[dict[str, Any]]:
+    regex = _compile(_str("fs.grep", "pattern", pattern))
+    path = _str("fs.grep", "path", path)
+    limit = _int("fs.grep", "max_matches", max_matches, 1, MAX_GREP_MATCHES)
+    jail = _jail(ctx)
+    parts = _glob_parts("fs.grep", glob, jail)
+    fd, real = jail.open(path, _j.PROBE_FLAGS)
+    try:
+        is_dir = st.S_ISDIR(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+    if is_dir:
+        files = [p for p, kind in _glob(ctx, "fs.grep", jail, path, parts or ["**", "*"],
+                                        10 * MAX_GLOB_RESULTS) if kind == "file"]
+    else:
+        files = [real]
+    cap = _cap(ctx)
+    out: list[dict[str, Any]] = []
+    for rel in files:
+        _deadline(ctx, "fs.grep")
+        try:
+            fd, _r = jail.open(rel, _j.READ_FLAGS)
+        except (JailError, OSError):
+            continue
+        try:
+            info = os.fstat(fd)
+            if not st.S_ISREG(info.st_mode) or info.st_size > cap:
+                continue
+            data = _read_fd(fd, cap)
+        finally:
+            os.close(fd)
+        if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+            continue
+        for number, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
+            line = line.removesuffix("\r")
+            if regex.search(line):
+                out.append({"path": rel, "line": number, "text": line[:MAX_GREP_LINE_CHARS]})
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+@_builtin("fs.mkdir")
+def mkdir(ctx: CallContext, path: Any) -> dict[str, Any]:
+    path = _str("fs.mkdir", "path", path)
+    jail = _jail(ctx)
+    with jail.locate(path, create=True, write=True) as loc:
+        if loc.name:
+            try:
+                os.mkdir(loc.name, 0o777, dir_fd=loc.dir_fd)
+            except FileExistsError:
+                info = os.stat(loc.name, dir_fd=loc.dir_fd, follow_symlinks=False)
+                if not st.S_ISDIR(info.st_mode):
+                    raise BuiltinError(f'fs.mkdir: path "{path}" exists and is not a '
+                                       "directory") from None
+    return _result(jail, path)
+
+
+def _check_tree(ctx: CallContext, jail: _j.Jail, dfd: int, rel: str) -> None:
+    """Refuse (before deleting anything) a tree holding protected or sensitive entries."""
+    _deadline(ctx, "fs.remove")
+    for child in os.listdir(dfd):
+        crel = f"{rel}/{child}"
+        jail.check(crel, [crel], write=True)
+        info = os.stat(child, dir_fd=dfd, follow_symlinks=False)
+        if st.S_ISDIR(info.st_mode):
+            cfd = os.open(child, _j.DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dfd)
+            try:
+                _check_tree(ctx, jail, cfd, crel)
+            finally:
+                os.close(cfd)
+
+
+def _remove_tree(ctx: CallContext, jail: _j.Jail, dfd: int, rel: str) -> None:
+    _deadline(ctx, "fs.remove")
+    for child in os.listdir(dfd):
+        crel = f"{rel}/{child}"
+        jail.check(crel, [crel], write=True)
+        info = os.stat(child, dir_fd=dfd, follow_symlinks=False)
+        if st.S_ISDIR(info.st_mode):
+            cfd = os.open(child, _j.DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dfd)
+            try:
+                _remove_tree(ctx, jail, cfd, crel)
+            finally:
+                os.close(cfd)
+            os.rmdir(child, dir_fd=dfd)
+        else:
+            os.unlink(child, dir_fd=dfd)
+
+
+@_builtin("fs.remove")
+def remove(ctx: CallContext, path: Any, recursive: Any = False) -> dict[str, Any]:
+    path = _str("fs.remove", "path", path)
+    if not isinstance(recursive, bool):
+        raise BuiltinError(f"fs.remove: recursive must be a boolean, got "
+                           f"{type(recursive).__name__}")
+    jail = _jail(ctx)
+    with jail.locate(path, follow=False, write=True) as loc:
+        if not loc.name:
+            raise BuiltinError("fs.remove: refusing to remove the workspace itself")
+        info = os.stat(loc.name, dir_fd=loc.dir_fd, follow_symlinks=False)
+        if not st.S_ISDIR(info.st_mode):
+            os.unlink(loc.name, dir_fd=loc.dir_fd)
+            return _result(jail, path)
+        if not recursive:
+            raise BuiltinError(f'fs.remove: path "{path}" is a directory; pass '
+                               "recursive=True to remove it and everything in it")
+        dfd = os.open(loc.name, _j.DIR_FLAGS | os.O_NOFOLLOW, dir_fd=loc.dir_fd)
+        try:
+            _check_tree(ctx, jail, dfd, loc.rel)
+            _remove_tree(ctx, jail, dfd, loc.rel)
+        finally:
+            os.close(dfd)
+        os.rmdir(loc.name, dir_fd=loc.dir_fd)
+    return _result(jail, path)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "fs.read": read,
+    "fs.write": write,
+    "fs.append": append,
+    "fs.edit": edit,
+    "fs.exists": exists,
+    "fs.stat": stat,
+    "fs.list": list_,
+    "fs.glob": glob,
+    "fs.grep": grep,
+    "fs.mkdir": mkdir,
+    "fs.remove": remove,
+}

@@ -1,0 +1,319 @@
+"""``http.get`` / ``http.post`` behind ``network.allowed_domains`` (SPEC §7, §8.5).
+
+Every hop (the first request and each redirect) is checked before anything is sent:
+scheme http/https; host allowed (``example.com`` = apex and subdomains,
+``*.example.com`` = subdomains only); IP literals only when listed exactly; the
+name is resolved once and every address must be public unless the host itself is
+listed exactly. The request then goes to the checked address (URL host replaced by
+the IP, ``Host`` header and TLS SNI/certificate name kept), so a second DNS answer
+cannot redirect it (no rebinding window). Redirects are followed by hand, at most
+``MAX_REDIRECTS``. Policy refusals and transport failures raise ``BuiltinError``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ipaddress
+import json as jsonlib
+import re
+import socket
+import time
+import zlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from harness.errors import BuiltinError
+from harness.runtime.context import CallContext
+
+MAX_REDIRECTS = 5
+_REDIRECTS = (301, 302, 303, 307, 308)
+_STRIP_CROSS_ORIGIN = ("authorization", "cookie", "proxy-authorization")
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+_HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*")
+
+
+# Trust store for https (True = httpx's default, certifi). Tests put an SSLContext here.
+SSL_VERIFY: Any = True
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
+    """All addresses of ``host`` (the DNS seam tests replace)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+
+
+def _literal(host: str) -> IPAddress | None:
+    """The address if ``host`` is an IP literal in any form the resolver accepts
+    (``127.1``, ``0x7f.1``, ``2130706433``, ``::1``), else None."""
+    h = host.strip("[]")
+    try:
+        return ipaddress.ip_address(h)
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(h, None, flags=socket.AI_NUMERICHOST)
+    except (socket.gaierror, UnicodeError):
+        return None
+    return ipaddress.ip_address(str(infos[0][4][0]).split("%")[0])
+
+
+def is_public(ip: IPAddress) -> bool:
+    if isinstance(ip, ipaddress.IPv6Address):
+        for embedded in (ip.ipv4_mapped, ip.sixtofour, (ip.teredo or (None, None))[1]):
+            if embedded is not None and not is_public(embedded):
+                return False
+        if ip in ipaddress.ip_network("64:ff9b::/96"):  # NAT64 of an IPv4 address
+            return is_public(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_unspecified)
+
+
+def _norm(name: str) -> str:
+    name = name.strip().lower().rstrip(".")
+    try:
+        return name.encode("idna").decode("ascii")
+    except UnicodeError:
+        return name
+
+
+def host_allowed(host: str, allowed: tuple[str, ...]) -> tuple[bool, bool]:
+    """(allowed, listed exactly) for a host name or IP literal."""
+    lit = _literal(host)
+    exact = False
+    ok = False
+    for entry in allowed:
+        entry = _norm(entry)
+        if lit is not None:
+            elit = _literal(entry)
+            if elit is not None and elit == lit:
+                return True, True
+            continue
+        if entry.startswith("*."):
+            ok = ok or (host.endswith(entry[1:]) and host != entry[2:])
+        elif host == entry:
+            ok = exact = True
+        elif host.endswith("." + entry):
+            ok = True
+    return ok, exact
+
+
+def _how_to_open(host: str) -> str:
+    return (f'add "{host}" to network.allowed_domains in harness.md, e.g. '
+            f'network: {{allowed_domains: ["{host}"]}}')
+
+
+def _check(fn: str, url: httpx.URL, allowed: tuple[str, ...]) -> IPAddress:
+    """Refuse ``url`` unless policy allows it; return the address to connect to."""
+    if url.scheme not in ("http", "https"):
+        raise BuiltinError(f'{fn}: scheme "{url.scheme}" is not allowed in "{url}"; '
+                           "only http and https")
+    host = url.raw_host.decode("ascii").lower().rstrip(".")
+    if not host:
+        raise BuiltinError(f'{fn}: URL "{url}" has no host')
+    lit = _literal(host)
+    if lit is None and not _HOSTNAME.fullmatch(host):
+        raise BuiltinError(f'{fn}: invalid host "{host}" in URL "{url}"')
+    ok, exact = host_allowed(host, allowed)
+    if not ok:
+        kind = "IP address" if lit is not None else "host"
+        raise BuiltinError(f'{fn}: {kind} "{host}" is not in network.allowed_domains; '
+                           + _how_to_open(host))
+    if lit is not None:
+        return lit  # listed exactly: the operator asked for this address
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        addrs = resolve(host, port)
+    except (socket.gaierror, UnicodeError, OSError) as exc:
+        raise BuiltinError(f'{fn}: cannot resolve "{host}": {exc}') from None
+    if not addrs:
+        raise BuiltinError(f'{fn}: "{host}" has no address')
+    if not exact:
+        bad = [str(a) for a in addrs if not is_public(a)]
+        if bad:
+            raise BuiltinError(
+                f'{fn}: host "{host}" resolves to non-public address {", ".join(bad)} '
+                "(loopback, private, link-local or reserved); refused unless the host "
+                "itself is listed in network.allowed_domains")
+    return addrs[0]
+
+
+def _deadline(ctx: CallContext, fn: str, timeout_ms: Any) -> float:
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or timeout_ms <= 0:
+        raise BuiltinError(f"{fn}: timeout_ms must be a positive number, got {timeout_ms!r}")
+    budget = float(timeout_ms)
+    remaining = ctx.remaining_ms()
+    if remaining is not None:
+        budget = min(budget, remaining)
+    return time.monotonic() + budget / 1000.0
+
+
+def _headers(fn: str, headers: Any) -> dict[str, str]:
+    if headers is None:
+        return {}
+    if not isinstance(headers, Mapping):
+        raise BuiltinError(f"{fn}: headers must be a dict of strings, got {type(headers).__name__}")
+    out: dict[str, str] = {}
+    for k, v in headers.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise BuiltinError(f"{fn}: headers must map strings to strings; got {k!r}: {v!r}")
+        if any(c in k + v for c in "\r\n\x00") or not k or ":" in k:
+            raise BuiltinError(f'{fn}: header "{k}" has an invalid name or value')
+        if k.lower() == "host":
+            raise BuiltinError(f'{fn}: the "Host" header is set from the URL; remove it')
+        out[k] = v
+    return out
+
+
+class _Body:
+    """Decode Content-Encoding incrementally, never holding more than ``limit`` bytes."""
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        enc = encoding.strip().lower()
+        self.limit = limit
+        self.buf = bytearray()
+        self.full = False
+        self.z: Any = None
+        if enc in ("gzip", "x-gzip"):
+            self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif enc == "deflate":
+            self.z = zlib.decompressobj(zlib.MAX_WBITS)
+            self.raw_fallback = True
+        elif enc not in ("", "identity"):
+            raise BuiltinError(f'unsupported Content-Encoding "{encoding}"')
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.limit - len(self.buf)
+        if room <= 0:
+            self.full = True
+            return
+        if self.z is not None:
+            try:
+                chunk = self.z.decompress(chunk, room + 1)
+            except zlib.error:
+                if getattr(self, "raw_fallback", False) and not self.buf:
+                    self.z = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate
+                    self.raw_fallback = False
+                    chunk = self.z.decompress(chunk, room + 1)
+                else:
+                    raise
+        if len(chunk) > room:
+            self.full = True
+            chunk = chunk[:room]
+        self.buf += chunk
+
+
+def _charset(name: str | None) -> str:
+    try:
+        return codecs.lookup(name).name if name else "utf-8"
+    except LookupError:
+        return "utf-8"
+
+
+def _public_url(url: httpx.URL) -> str:
+    """The URL without credentials."""
+    return str(url.copy_with(username=None, password=None)) if url.userinfo else str(url)
+
+
+def _request(ctx: CallContext, fn: str, method: str, url: Any, headers: Any,
+             content: bytes | None, timeout_ms: Any) -> dict[str, Any]:
+    from harness.runtime.builtins.proc import trim_partial  # one UTF-8-safe cut for both
+
+    if not isinstance(url, str):
+        raise BuiltinError(f"{fn}: url must be a string, got {type(url).__name__}")
+    hdrs = _headers(fn, headers)
+    deadline = _deadline(ctx, fn, timeout_ms)
+    allowed = ctx.config.network.allowed_domains
+    if not allowed:
+        raise BuiltinError(f"{fn}: network access is closed (network.allowed_domains is empty); "
+                           "list the hosts tools may reach in harness.md, e.g. "
+                           'network: {allowed_domains: ["api.example.com"]}')
+    limit = ctx.config.limits.max_output_bytes
+    try:
+        current = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise BuiltinError(f'{fn}: invalid URL "{url}": {exc}') from None
+    location, status = "", 0
+    with httpx.Client(follow_redirects=False, trust_env=False, verify=SSL_VERIFY) as client:
+        for _hop in range(MAX_REDIRECTS + 1):
+            ip = _check(fn, current, allowed)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BuiltinError(f'{fn}: timed out before contacting "{current.host}"')
+            host_header = current.netloc.decode("ascii")
+            req_headers = {**hdrs, "Host": host_header}
+            if not any(k.lower() == "accept-encoding" for k in hdrs):
+                req_headers["Accept-Encoding"] = "gzip, deflate"
+            pinned = current.copy_with(host=str(ip))
+            request = client.build_request(
+                method, pinned, headers=req_headers, content=content,
+                extensions={"sni_hostname": current.host, "timeout": {
+                    "connect": left, "read": left, "write": left, "pool": left}})
+            try:
+                response = client.send(request, stream=True)
+                try:
+                    if response.status_code in _REDIRECTS and "location" in response.headers:
+                        location = response.headers["location"]
+                        status = response.status_code
+                    else:
+                        body = _Body(response.headers.get("content-encoding", ""), limit)
+                        for chunk in response.iter_raw():
+                            body.feed(chunk)
+                            if body.full:
+                                break
+                            if time.monotonic() > deadline:
+                                raise BuiltinError(f'{fn}: "{current}" timed out reading the body')
+                        raw = trim_partial(bytes(body.buf)) if body.full else bytes(body.buf)
+                        text = raw.decode(
+                            _charset(response.charset_encoding), "replace")
+                        return {
+                            "status": response.status_code,
+                            "ok": 200 <= response.status_code < 300,
+                            "headers": {k.lower(): v for k, v in response.headers.items()},
+                            "body": text,
+                            "url": _public_url(current),
+                        }
+                finally:
+                    response.close()
+            except httpx.TimeoutException:
+                raise BuiltinError(f'{fn}: "{current}" timed out') from None
+            except (httpx.HTTPError, zlib.error) as exc:
+                raise BuiltinError(f'{fn}: request to "{current}" failed: {exc}') from None
+            try:
+                nxt = current.join(location)
+            except (httpx.InvalidURL, ValueError) as exc:
+                raise BuiltinError(f'{fn}: bad redirect Location "{location}": {exc}') from None
+            if (nxt.scheme, nxt.host, nxt.port) != (current.scheme, current.host, current.port):
+                hdrs = {k: v for k, v in hdrs.items() if k.lower() not in _STRIP_CROSS_ORIGIN}
+            if status == 303 or (status in (301, 302) and method == "POST"):
+                method, content = "GET", None
+                hdrs = {k: v for k, v in hdrs.items() if k.lower() != "content-type"}
+            current = nxt
+    raise BuiltinError(f'{fn}: more than {MAX_REDIRECTS} redirects starting at "{url}"')
+
+
+def get(ctx: CallContext, url: Any, headers: Any = None, timeout_ms: Any = 30000) -> dict[str, Any]:
+    return _request(ctx, "http.get", "GET", url, headers, None, timeout_ms)
+
+
+def post(ctx: CallContext, url: Any, body: Any = None, json: Any = None, headers: Any = None,
+         timeout_ms: Any = 30000) -> dict[str, Any]:
+    hdrs = dict(_headers("http.post", headers))
+    if body is not None and json is not None:
+        raise BuiltinError("http.post: pass body or json, not both")
+    content: bytes | None = None
+    if body is not None:
+        if not isinstance(body, str):
+            raise BuiltinError(f"http.post: body must be a string, got {type(body).__name__}")
+        content = body.encode("utf-8")
+    elif json is not None:
+        try:
+            content = jsonlib.dumps(json, ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise BuiltinError(f"http.post: json is not JSON-compatible: {exc}") from None
+        if not any(k.lower() == "content-type" for k in hdrs):
+            hdrs["Content-Type"] = "application/json"
+    return _request(ctx, "http.post", "POST", url, hdrs, content, timeout_ms)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {"http.get": get, "http.post": post}

@@ -1,0 +1,369 @@
+"""``exec.run``: run a program in the command sandbox (SPEC §7, §8.4).
+
+Decisions (see docs/security-exec-net.md):
+- A program that cannot be found is a *result* (``ok: False``, ``exit_code: 127``, the
+  reason in ``stderr``) so a script can fall back to another tool; Starlark has no
+  ``try``. Policy refusals (``exec.allowed_commands``, ``exec.sandbox: required``
+  without bubblewrap) and bad arguments raise ``BuiltinError``.
+- ``exit_code`` is negative (``-N``) when the child was killed by signal N.
+- Nothing started by the command outlives the call: the process group is killed when
+  the program exits or times out (in the sandbox the pid namespace dies with it).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from harness.config import Config
+from harness.errors import BuiltinError, JailError
+from harness.runtime import sandbox
+from harness.runtime.context import CallContext
+from harness.runtime.jail import DIR_FLAGS, get_jail
+
+_CHUNK = 65536
+_DRAIN_GRACE_S = 0.5  # reading after exit/kill when something escaped the group
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise BuiltinError(f"exec.run: {name} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise BuiltinError(f"exec.run: {name} contains a NUL byte")
+    return value
+
+
+def _check_args(cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin: Any,
+                env: Any) -> tuple[str, list[str], float, str, bytes | None, dict[str, str]]:
+    cmd = _text("cmd", cmd)
+    if not cmd:
+        raise BuiltinError("exec.run: cmd is empty; pass a program name such as \"ls\"")
+    if not isinstance(args, (list, tuple)):
+        raise BuiltinError(f"exec.run: args must be a list of strings, got {type(args).__name__}")
+    argv = [_text(f"args[{i}]", a) for i, a in enumerate(args)]
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or timeout_ms <= 0:
+        raise BuiltinError(f"exec.run: timeout_ms must be a positive number, got {timeout_ms!r}")
+    dir = _text("dir", dir)
+    data: bytes | None = None
+    if stdin is not None:
+        if isinstance(stdin, bytes):
+            data = stdin
+        elif isinstance(stdin, str):
+            data = stdin.encode("utf-8")
+        else:
+            raise BuiltinError(
+                f"exec.run: stdin must be a string or None, got {type(stdin).__name__}")
+    if not isinstance(env, Mapping):
+        raise BuiltinError(f"exec.run: env must be a dict of strings, got {type(env).__name__}")
+    overrides: dict[str, str] = {}
+    for k, v in env.items():
+        k = _text("env key", k)
+        if not k or "=" in k:
+            raise BuiltinError(f'exec.run: env name "{k}" is not a valid variable name')
+        overrides[k] = _text(f'env["{k}"]', v)
+    return cmd, argv, float(timeout_ms), dir, data, overrides
+
+
+def _resolve_dir(config: Config, workspace: str, dir: str) -> str:
+    """The real path of ``dir``, jailed like every path argument (SPEC §8.1-8.3)."""
+    jail = get_jail(config)
+    try:
+        fd, real = jail.open(dir, DIR_FLAGS)
+    except (FileNotFoundError, NotADirectoryError):
+        raise BuiltinError(f'exec.run: dir "{dir}" is not a directory in the workspace') from None
+    except OSError as exc:
+        if isinstance(exc, JailError):
+            raise
+        raise BuiltinError(f'exec.run: dir "{dir}": {exc.strerror or exc}') from None
+    os.close(fd)
+    # The handle is not kept: a working directory is only a starting point, and in the
+    # sandbox nothing outside the workspace exists whatever the directory turns into.
+    return os.path.join(workspace, real) if real not in ("", ".") else workspace
+
+
+# (cmd, PATH, sandboxed) -> resolved system program; re-validated with one access().
+_found: dict[tuple[str, str, bool], str] = {}
+
+
+def _which(cmd: str, cwd: str, path_env: str | None, workspace: str,
+           accept: Callable[[str], bool], sandboxed: bool) -> str | None:
+    def ok(p: str) -> bool:
+        return os.path.isfile(p) and os.access(p, os.X_OK) and accept(p)
+
+    if "/" in cmd:
+        p = os.path.normpath(os.path.join(cwd, cmd))
+        return p if ok(p) else None
+    path = path_env if path_env is not None else os.defpath
+    key = (cmd, path, sandboxed)
+    hit = _found.get(key)
+    if hit is not None and os.access(hit, os.X_OK):
+        return hit
+    for d in path.split(os.pathsep):
+        if d and os.path.isabs(d) and ok(os.path.join(d, cmd)):
+            found = os.path.join(d, cmd)
+            if not sandbox._inside(os.path.realpath(found), workspace) and len(_found) < 256:
+                _found[key] = found  # only system programs: the workspace changes
+            return found
+    return None
+
+
+# ---------------------------------------------------------------- output
+
+
+def trim_partial(data: bytes) -> bytes:
+    """``data`` without an incomplete UTF-8 sequence at its very end (left by a cut)."""
+    for back in range(1, min(4, len(data)) + 1):
+        b = data[-back]
+        if b & 0xC0 == 0x80:  # continuation byte: keep looking for the lead
+            continue
+        need = 2 if b & 0xE0 == 0xC0 else 3 if b & 0xF0 == 0xE0 else 4 if b & 0xF8 == 0xF0 else 1
+        return data[:-back] if need > back else data
+    return data
+
+
+def utf8_cut(data: bytes, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``data`` without splitting a UTF-8 sequence at the end."""
+    return data if len(data) <= limit else trim_partial(data[:limit])
+
+
+def _decode(data: bytes, limit: int, cut: bool) -> str:
+    if cut:
+        data = trim_partial(data)
+    text = data.decode("utf-8", "replace")
+    raw = text.encode("utf-8")
+    if len(raw) > limit:  # replacement characters grew it
+        text = utf8_cut(raw, limit).decode("utf-8")
+    return text
+
+
+class _Sink:
+    __slots__ = ("buf", "limit", "over")
+
+    def __init__(self, limit: int) -> None:
+        self.buf = bytearray()
+        self.limit = limit
+        self.over = False
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.limit - len(self.buf)
+        if len(chunk) > room:
+            self.over = True
+            chunk = chunk[:max(room, 0)]
+        self.buf += chunk
+
+
+# ---------------------------------------------------------------- running
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child has exited, without reaping it (its pid stays reserved)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _communicate(proc: subprocess.Popen[bytes], data: bytes | None, deadline: float,
+                 out: _Sink, err: _Sink) -> bool:
+    """Pump stdin/stdout/stderr until the program ends or the deadline. True if timed out."""
+    sel = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None
+    sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    for fd in sinks:
+        sel.register(fd, selectors.EVENT_READ)
+    pidfd = -1
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+        sel.register(pidfd, selectors.EVENT_READ)
+    except (AttributeError, OSError):
+        pidfd = -1
+    stdin_fd = -1
+    view = memoryview(data or b"")
+    if proc.stdin is not None:
+        stdin_fd = proc.stdin.fileno()
+        if view:
+            os.set_blocking(stdin_fd, False)
+            sel.register(stdin_fd, selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+    timed_out = False
+    ended = False  # the program exited (or was killed): now only drain what is left
+    try:
+        while sinks or not ended:
+            now = time.monotonic()
+            if not ended and now >= deadline:
+                timed_out = ended = True
+                _kill_group(proc.pid)
+                deadline = now + _DRAIN_GRACE_S
+            elif ended and now >= deadline:
+                break
+            wait = deadline - now
+            if pidfd < 0 and not ended:
+                wait = min(wait, 0.02)
+                if _exited(proc.pid):
+                    ended = True
+                    _kill_group(proc.pid)  # stragglers: the zombie keeps the pgid reserved
+                    deadline = min(deadline, time.monotonic() + _DRAIN_GRACE_S)
+            for key, _ in sel.select(max(wait, 0)):
+                fd = int(key.fd)
+                if fd == pidfd:
+                    sel.unregister(fd)
+                    os.close(pidfd)
+                    pidfd = -1  # confirm: should a kernel wake early, fall back to polling
+                    if _exited(proc.pid):
+                        ended = True
+                        _kill_group(proc.pid)
+                        deadline = min(deadline, time.monotonic() + _DRAIN_GRACE_S)
+                elif fd == stdin_fd:
+                    try:
+                        n = os.write(fd, view[:_CHUNK])
+                        view = view[n:]
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # the program closed stdin (EPIPE): fine
+                        view = view[:0]
+                    if not view:
+                        sel.unregister(fd)
+                        assert proc.stdin is not None
+                        proc.stdin.close()
+                        stdin_fd = -1
+                else:
+                    chunk = os.read(fd, _CHUNK if not sinks[fd].over else 1 << 20)
+                    if chunk:
+                        sinks[fd].feed(chunk)
+                    else:
+                        sel.unregister(fd)
+                        del sinks[fd]
+    finally:
+        sel.close()
+        if pidfd >= 0:
+            os.close(pidfd)
+    if sinks:  # something outside the group still holds a pipe
+        _kill_group(proc.pid)
+    return timed_out
+
+
+def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir: Any = ".",
+        stdin: Any = None, env: Any = None) -> dict[str, Any]:
+    cmd, argv, timeout, dir, data, overrides = _check_args(
+        cmd, list(args) if isinstance(args, tuple) else args, timeout_ms, dir, stdin,
+        {} if env is None else env)
+    config = ctx.config
+    workspace = os.path.realpath(config.workspace)
+    protected = config.fs.protected
+    cwd = _resolve_dir(config, workspace, dir)
+
+    allowed = config.exec.allowed_commands
+    name = os.path.basename(cmd)
+    if allowed and name not in allowed:
+        raise BuiltinError(
+            f'exec.run refused: program "{name}" is not in exec.allowed_commands '
+            f"({', '.join(allowed)}); add it there in harness.md to allow it")
+
+    p = sandbox.plan(mode=config.exec.sandbox, workspace=workspace, cwd=cwd, program=cmd,
+                     args=argv, env_names=config.exec.env, env_overrides=overrides,
+                     protected=protected, log=ctx.log)
+
+    def accept(path: str) -> bool:
+        return not p.sandboxed or sandbox.visible(path, workspace, protected)
+
+    program = _which(cmd, cwd, p.env.get("PATH"), workspace, accept, p.sandboxed)
+    limit = config.limits.max_output_bytes
+    if program is None:
+        where = "in the sandbox" if p.sandboxed else "on this machine"
+        return {"ok": False, "exit_code": 127, "stdout": "", "duration_ms": 0,
+                "stderr": f'exec.run: program "{cmd}" not found {where} '
+                          f'(PATH={p.env.get("PATH", os.defpath)})'[:limit],
+                "timed_out": False, "truncated": False}
+    if (allowed and sandbox._inside(os.path.realpath(program), workspace)
+            and cmd not in [a for a in allowed if "/" in a]):
+        # A workspace file named like an allowed program is not that program; only an
+        # entry written as a path ("./build.sh") allows a program from the workspace.
+        raise BuiltinError(
+            f'exec.run refused: "{cmd}" resolves to {program} inside the workspace; only '
+            "programs installed on the system match exec.allowed_commands")
+    spawn = list(p.argv)
+    spawn[p.program_index] = program
+
+    budget = timeout
+    remaining = ctx.remaining_ms()
+    if remaining is not None:
+        budget = min(budget, remaining)
+    if config.limits.max_timeout_ms > 0:
+        budget = min(budget, config.limits.max_timeout_ms)
+
+    out, err = _Sink(limit), _Sink(limit)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            spawn, stdin=subprocess.PIPE if data else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=p.env, cwd=p.cwd,
+            start_new_session=True, close_fds=True,
+        )
+    except OSError as exc:
+        return {"ok": False, "exit_code": 126, "stdout": "", "duration_ms": 0,
+                "stderr": f'exec.run: cannot start "{cmd}": {exc.strerror or exc}'[:limit],
+                "timed_out": False, "truncated": False}
+    try:
+        timed_out = _communicate(proc, data, start + budget / 1000.0, out, err)
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc.pid)
+        proc.wait()
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            if f is not None:
+                f.close()
+    duration = round((time.monotonic() - start) * 1000)
+
+    notes = _remove_created(workspace, p.absent_protected)
+    if notes:
+        err.feed(notes.encode())
+    code = proc.returncode
+    return {
+        "ok": code == 0 and not timed_out and not notes,
+        "exit_code": code,
+        "stdout": _decode(bytes(out.buf), limit, out.over),
+        "stderr": _decode(bytes(err.buf), limit, err.over),
+        "duration_ms": duration,
+        "timed_out": timed_out,
+        "truncated": out.over or err.over,
+    }
+
+
+def _remove_created(workspace: str, absent: Sequence[str]) -> str:
+    """Remove protected paths the command created; a note for stderr, or ''."""
+    notes = []
+    for rel in absent:
+        host = os.path.join(workspace, rel)
+        if not os.path.lexists(host):
+            continue
+        try:
+            if os.path.isdir(host) and not os.path.islink(host):
+                shutil.rmtree(host)
+            else:
+                os.unlink(host)
+        except OSError as exc:
+            notes.append(f'\nharness: the command created protected path "{rel}" and it could '
+                         f"not be removed: {exc}")
+            continue
+        notes.append(f'\nharness: the command created protected path "{rel}"; it was removed')
+    return "".join(notes)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {"exec.run": run}

