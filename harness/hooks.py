@@ -60,62 +60,68 @@ class HookChain:
             make_ctx: Callable[[HookSpec], CallContext], recheck: Recheck | None = None,
             on_decision: DecisionSink | None = None) -> ChainOutcome:
         hooks = self._by_event.get(event)
+        current = payload  # never mutated: a modify() merges into a new dict
         if not hooks:
-            return ChainOutcome(payload=payload)
-        current = dict(payload)
+            return ChainOutcome(payload=current)
         for hook in hooks:
             try:
-                decision, reason, took = self._run_one(hook, event, current, runtime, make_ctx,
-                                                       recheck)
+                action, reason, new, took = _run_one(hook, event, current, runtime, make_ctx,
+                                                     recheck)
             except HookFailure as exc:
                 message = f'hook "{hook.name}" failed: {exc}'
-                if on_decision:
+                if on_decision is not None:
                     on_decision(event, hook.name, "error", message, 0.0)
                 if hook.on_error == "allow":
                     continue
                 return ChainOutcome(payload=current, blocked_by=hook.name, reason=message,
                                     failed=True)
-            if on_decision:
-                on_decision(event, hook.name, decision[0], reason, took)
-            if decision[0] == "block":
+            if on_decision is not None:
+                on_decision(event, hook.name, action, reason, took)
+            if action == "block":
                 return ChainOutcome(payload=current, blocked_by=hook.name, reason=reason)
-            if decision[0] == "modify":
-                current = decision[1]
+            if action == "modify":
+                current = new
         return ChainOutcome(payload=current)
 
-    @staticmethod
-    def _run_one(hook: HookSpec, event: str, current: dict[str, Any], runtime: ScriptRuntime,
-                 make_ctx: Callable[[HookSpec], CallContext],
-                 recheck: Recheck | None) -> tuple[tuple[str, dict[str, Any]], str, float]:
-        path = hook.source.path
-        if hook.when:
-            out = runtime.eval_when(hook.when, path, hook.when_line or 1, event, current,
-                                    make_ctx(hook), hook.timeout_ms)
-            _raise_unless_ok(out, hook, "when")
-            if not out.value:
-                return ("skip", current), "", out.duration_ms
-        out = runtime.run_hook(hook.script, path, hook.script_line or 1, event, current,
-                               make_ctx(hook), hook.timeout_ms)
-        _raise_unless_ok(out, hook, "handle")
-        action, reason, new = _interpret(out.value)
-        if action == "block":
-            return ("block", current), reason or "no reason given", out.duration_ms
-        if action == "modify":
-            merged = _merge(event, current, new)
-            if recheck is not None:
-                problem = recheck(merged)
-                if problem:
-                    raise HookFailure(problem)
-            return ("modify", merged), "", out.duration_ms
-        return ("allow", current), "", out.duration_ms
+
+_ALLOW = {"action": "allow"}
 
 
-def _raise_unless_ok(out: Outcome, hook: HookSpec, what: str) -> None:
-    if out.status == "ok":
-        return
+def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: ScriptRuntime,
+             make_ctx: Callable[[HookSpec], CallContext],
+             recheck: Recheck | None) -> tuple[str, str, Mapping[str, Any], float]:
+    """(action, reason, payload after the hook, duration_ms) of one hook."""
+    path = hook.source.path
+    if hook.when:
+        out = runtime.eval_when(hook.when, path, hook.when_line or 1, event, current,
+                                make_ctx(hook), hook.timeout_ms)
+        if out.status != "ok":
+            _fail(out, hook, "when: ")
+        if not out.value:
+            return "skip", "", current, out.duration_ms
+    out = runtime.run_hook(hook.script, path, hook.script_line or 1, event, current,
+                           make_ctx(hook), hook.timeout_ms)
+    if out.status != "ok":
+        _fail(out, hook, "")
+    value = out.value
+    if value is None or value == _ALLOW:
+        return "allow", "", current, out.duration_ms
+    action, reason, new = _interpret(value)
+    if action == "block":
+        return "block", reason or "no reason given", current, out.duration_ms
+    if action == "modify":
+        merged = _merge(event, current, new)
+        if recheck is not None:
+            problem = recheck(merged)
+            if problem:
+                raise HookFailure(problem)
+        return "modify", "", merged, out.duration_ms
+    return "allow", "", current, out.duration_ms
+
+
+def _fail(out: Outcome, hook: HookSpec, prefix: str) -> None:
     if out.status == "timeout":
         raise HookFailure(f"timed out after {hook.timeout_ms} ms")
-    prefix = "when: " if what == "when" else ""
     raise HookFailure(prefix + (out.error or out.status))
 
 
@@ -144,7 +150,7 @@ def _interpret(value: Any) -> tuple[str, str, dict[str, Any]]:
     return action, reason, payload or {}
 
 
-def _merge(event: str, current: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+def _merge(event: str, current: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     mutable = MUTABLE_KEYS.get(event)
     merged = dict(current)
     for key, value in new.items():

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from harness.artifacts.model import HookSpec, ToolSpec
 from harness.config import Config
 from harness.hooks import HookChain
-from harness.results import ToolCall, ToolResult
+from harness.results import ToolCall, ToolResult, make_result
 from harness.runtime.context import CacheStore, CallContext, Outcome, ScriptRuntime
 
 Handler = Callable[[dict[str, Any]], Any]
@@ -160,18 +160,45 @@ def _outcome_error(tool: str, out: Outcome, timeout_ms: int, memory_mb: int) -> 
     return out.error or f'tool "{tool}" failed'
 
 
+class _CallState:
+    """Per-call values shared by the hook callbacks (one object instead of closures)."""
+
+    __slots__ = ("config", "env", "name", "call_id", "auditing", "ctx", "validator")
+
+    def __init__(self, config: Config, env: CallEnv, name: str, call_id: str,
+                 auditing: bool, validator: ArgValidator) -> None:
+        self.config, self.env, self.name, self.call_id = config, env, name, call_id
+        self.auditing, self.validator = auditing, validator
+        self.ctx: CallContext | None = None
+
+    def context(self, hook: HookSpec | None = None) -> CallContext:
+        # One context serves the hooks and the tool of this call: the engine sets kind
+        # and restores the deadline it sets; a ``when`` on the fast path never asks.
+        ctx = self.ctx
+        if ctx is None:
+            env = self.env
+            ctx = self.ctx = CallContext(config=self.config, session_id=env.id,
+                                         call_id=self.call_id, tool=self.name,
+                                         cache=env.cache, log=env.log, host=env.host)
+        return ctx
+
+    def decision(self, event: str, hook: str, decision: str, reason: str, ms: float) -> None:
+        if self.auditing:
+            self.env.emit("hook.decision", hook_event=event, hook=hook, tool=self.name,
+                          call_id=self.call_id, decision=decision, reason=reason,
+                          duration_ms=ms)
+
+    def recheck(self, payload: Mapping[str, Any]) -> str | None:
+        errs = self.validator.problems(payload.get("arguments"))
+        if errs:
+            return f'modified arguments are invalid for tool "{self.name}": ' + "; ".join(errs)
+        return None
+
+
 def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
     start = time.monotonic()
     name, call_id, auditing = call.name, call.id, env.auditing
     config = reg.config
-
-    def done(**kw: Any) -> ToolResult:
-        result = _finish(call_id, name, start, config, env, **kw)
-        if auditing:
-            env.emit("tool.result", tool=name, call_id=call_id, is_error=result.is_error,
-                     error=result.error, blocked_by=result.blocked_by,
-                     duration_ms=result.duration_ms, text=result.text)
-        return result
 
     # 1. resolve
     tool = reg.tools.get(name)
@@ -183,56 +210,43 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
         if extra is not None:
             tool, handler = extra
     if tool is None or not tool.enabled:
-        return done(error=_unknown(name, reg, env))
-    if not reg.allowed(name):
-        return done(error=f'tool "{name}" is denied by tools_policy')
+        return _done(call_id, name, start, config, env, error=_unknown(name, reg, env))
+    allowed = reg._allowed.get(name)
+    if allowed is None:
+        allowed = reg.allowed(name)
+    if not allowed:
+        return _done(call_id, name, start, config, env,
+                     error=f'tool "{name}" is denied by tools_policy')
     if auditing:
         env.emit("tool.resolve", tool=name, call_id=call_id, source=tool.source.path)
 
     # 2. validate
     args = call.arguments
-    if not isinstance(args, Mapping):
-        return done(error=f'invalid arguments for tool "{name}": $: arguments must be a JSON '
-                          f"object, got {type(args).__name__}")
-    args = dict(args)
-    validator = reg.validator(tool)
+    if type(args) is not dict and not isinstance(args, Mapping):
+        return _done(call_id, name, start, config, env,
+                     error=f'invalid arguments for tool "{name}": $: arguments must be a JSON '
+                           f"object, got {type(args).__name__}")
+    validator = reg.validators.get(name)
+    if validator is None or validator.schema is not tool.input_schema:
+        validator = reg.validator(tool)
     problems = validator.problems(args)
     if auditing:
         env.emit("tool.validate", tool=name, call_id=call_id, ok=not problems)
     if problems:
-        return done(error=f'invalid arguments for tool "{name}": ' + "; ".join(problems))
-
-    hook_ctx: list[CallContext] = []
-
-    def make_ctx(hook: HookSpec) -> CallContext:
-        # One context serves every hook of this call (the engine restores the deadline
-        # it sets); a ``when`` on the fast path never asks for one.
-        if not hook_ctx:
-            hook_ctx.append(CallContext(config=config, session_id=env.id, call_id=call_id,
-                                        tool=name, kind="hook", cache=env.cache, log=env.log))
-        return hook_ctx[0]
-
-    def on_decision(event: str, hook: str, decision: str, reason: str, ms: float) -> None:
-        if auditing:
-            env.emit("hook.decision", hook_event=event, hook=hook, tool=name, call_id=call_id,
-                     decision=decision, reason=reason, duration_ms=ms)
+        return _done(call_id, name, start, config, env,
+                     error=f'invalid arguments for tool "{name}": ' + "; ".join(problems))
+    state = _CallState(config, env, name, call_id, auditing, validator)
+    chain = reg.chain
 
     # 3. tool.pre hooks
-    if reg.chain.for_event("tool.pre"):
-        def recheck(payload: Mapping[str, Any]) -> str | None:
-            new_args = payload.get("arguments")
-            errs = validator.problems(new_args)
-            if errs:
-                return f'modified arguments are invalid for tool "{name}": ' + "; ".join(errs)
-            return None
-
-        pre = reg.chain.run("tool.pre", {"id": call_id, "name": name, "arguments": args,
-                                         "session": env.id},
-                            reg.runtime, make_ctx, recheck, on_decision)
+    if chain.for_event("tool.pre"):
+        pre = chain.run("tool.pre", {"id": call_id, "name": name, "arguments": args,
+                                     "session": env.id},
+                        reg.runtime, state.context, state.recheck, state.decision)
         if pre.blocked_by is not None:
             msg = pre.reason if pre.failed else f'blocked by hook "{pre.blocked_by}": {pre.reason}'
-            return done(error=msg, blocked_by=pre.blocked_by)
-        args = dict(pre.payload["arguments"])
+            return _done(call_id, name, start, config, env, error=msg, blocked_by=pre.blocked_by)
+        args = pre.payload["arguments"]
 
     # 4. execute
     limit = config.limits.max_timeout_ms
@@ -243,21 +257,19 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
     error: str | None = None
     if handler is not None:
         try:
-            value = handler(args)
+            value = handler(dict(args))
         except Exception as exc:  # noqa: BLE001 - a handler failure is a result
             error = f'tool "{name}" failed: {type(exc).__name__}: {exc}'
     elif tool.script:
-        ctx = CallContext(config=config, session_id=env.id, call_id=call_id, tool=name,
-                          cache=env.cache, log=env.log, host=env.host)
         out = reg.runtime.run_tool(tool.script, tool.source.path, tool.script_line or 1, args,
-                                   ctx, timeout_ms)
+                                   state.context(), timeout_ms)
         if out.status == "ok":
             value = out.value
         else:
             error = _outcome_error(name, out, timeout_ms, config.limits.memory_mb)
     else:
         error = f'tool "{name}" has no script and no bound handler'
-    if error is None and is_error_value(value):
+    if error is None and type(value) is dict and "error" in value and is_error_value(value):
         error = render(value["error"])
     elif error is None and tool.returns is not None:
         errs = ArgValidator(tool.returns).problems(value)
@@ -270,17 +282,18 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
                  duration_ms=exec_ms, error=error)
 
     # 5. tool.post hooks
-    is_error = error is not None
-    if reg.chain.for_event("tool.post"):
-        post = reg.chain.run("tool.post", {"id": call_id, "name": name, "arguments": args,
-                                           "session": env.id, "result": value,
-                                           "is_error": is_error, "error": error,
-                                           "duration_ms": exec_ms},
-                             reg.runtime, make_ctx, None, on_decision)
+    if chain.for_event("tool.post"):
+        is_error = error is not None
+        post = chain.run("tool.post", {"id": call_id, "name": name, "arguments": args,
+                                       "session": env.id, "result": value,
+                                       "is_error": is_error, "error": error,
+                                       "duration_ms": exec_ms},
+                         reg.runtime, state.context, None, state.decision)
         if post.blocked_by is not None:
             msg = post.reason if post.failed else (
                 f'result withheld by hook "{post.blocked_by}": {post.reason}')
-            return done(error=msg, blocked_by=post.blocked_by)
+            return _done(call_id, name, start, config, env, error=msg,
+                         blocked_by=post.blocked_by)
         value = post.payload.get("result")
         is_error = bool(post.payload.get("is_error"))
         error = post.payload.get("error")
@@ -290,7 +303,19 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
             error = None
 
     # 6. return
-    return done(value=value, error=error)
+    return _done(call_id, name, start, config, env, value=value, error=error)
+
+
+def _done(call_id: str, name: str, start: float, config: Config, env: CallEnv, *,
+          value: Any = None, error: str | None = None,
+          blocked_by: str | None = None) -> ToolResult:
+    result = _finish(call_id, name, start, config, env, value=value, error=error,
+                     blocked_by=blocked_by)
+    if env.auditing:
+        env.emit("tool.result", tool=name, call_id=call_id, is_error=result.is_error,
+                 error=result.error, blocked_by=result.blocked_by,
+                 duration_ms=result.duration_ms, text=result.text)
+    return result
 
 
 def _finish(call_id: str, name: str, start: float, config: Config, env: CallEnv, *,
@@ -305,10 +330,9 @@ def _finish(call_id: str, name: str, start: float, config: Config, env: CallEnv,
         full = error if is_error else render(value)
         ref = env.spill(full or "")
         text += truncation_notice(max_bytes, ref)
-    return ToolResult(call_id=call_id, name=name, is_error=is_error,
-                      value=None if is_error and blocked_by else value, text=text, error=error,
-                      duration_ms=(time.monotonic() - start) * 1000.0, truncated=truncated,
-                      blocked_by=blocked_by, output_ref=ref)
+    return make_result(call_id, name, is_error, None if is_error and blocked_by else value,
+                       text, error, (time.monotonic() - start) * 1000.0, truncated,
+                       blocked_by, ref)
 
 
 def _unknown(name: str, reg: Registry, env: CallEnv) -> str:

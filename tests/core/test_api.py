@@ -14,3 +14,19 @@ def test_all_is_sorted_and_complete() -> None:
 def test_spec_names_are_exported() -> None:
     for name in ("load", "check", "Harness", "Session", "ToolCall", "ToolResult", "LoadError"):
         assert name in harness.__all__
+
+
+def test_fast_result_constructor_matches_the_dataclass() -> None:
+    from dataclasses import FrozenInstanceError
+
+    import pytest
+
+    from harness.results import ToolResult, make_result
+
+    fields = dict(call_id="c", name="t", is_error=False, value={"a": 1}, text='{"a":1}',
+                  error=None, duration_ms=1.5, truncated=False, blocked_by=None,
+                  output_ref=None)
+    fast = make_result(*fields.values())
+    assert fast == ToolResult(**fields)
+    with pytest.raises(FrozenInstanceError):
+        fast.text = "x"  # type: ignore[misc]
