@@ -13,7 +13,12 @@ runtime at start-up.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
+
+# A library does not configure logging: without this, warnings would reach stderr
+# through Python's last-resort handler. The CLI and `harness serve` set up handlers.
+logging.getLogger("harness").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load on first use
     from harness.artifacts.model import (  # noqa: F401

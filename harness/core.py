@@ -537,9 +537,15 @@ def tool_from_function(func: Callable[..., Any], *, name: str | None = None,
                     input_schema={"type": "object", "properties": props, "required": required},
                     source=Source(path=source, layer="python"))
 
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+
     def handler(args: dict[str, Any]) -> Any:
-        known = {k: v for k, v in args.items() if k in props}
-        return func(**known)
+        # Undeclared keys pass validation (SPEC §9); they reach the function only when
+        # it asks for them with **kwargs. An async function's coroutine is awaited by
+        # the pipeline.
+        if takes_any:
+            return func(**args)
+        return func(**{k: v for k, v in args.items() if k in props})
 
     return spec, handler
 

@@ -7,11 +7,14 @@ Failures of the tool, its arguments, hooks or the sandbox are results, never rai
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import fnmatch
+import inspect
 import json
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,7 +41,10 @@ class ArgValidator:
         if self._fast is None:
             import jsonschema_rs
 
-            self._fast = jsonschema_rs.validator_for(dict(self.schema))
+            try:
+                self._fast = jsonschema_rs.validator_for(dict(self.schema))
+            except Exception as exc:  # noqa: BLE001 - a broken schema is a result, not a crash
+                return [f"$: the tool's schema cannot be compiled ({exc}); run harness validate"]
         if self._fast.is_valid(instance):
             return []
         if self._slow is None:
@@ -117,6 +123,45 @@ class CallEnv(Protocol):
     def extra_tool(self, name: str) -> tuple[ToolSpec, Handler | None] | None: ...
 
 
+def _await(awaitable: Any) -> Any:
+    """Run an async handler's coroutine to completion from this (worker) thread."""
+    async def wait() -> Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    # Called from inside a running loop (a sync call made in async code): use a thread.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, wait()).result()
+
+
+def json_problem(value: Any, path: str = "$", depth: int = 0) -> str | None:
+    """Where a handler's return value stops being JSON (None when it is JSON)."""
+    if value is None or type(value) in (str, int, float, bool):
+        if type(value) is float and (value != value or value in (float("inf"), float("-inf"))):
+            return f"{path} is {value!r}"
+        return None
+    if depth > 100:
+        return f"{path} is nested more than 100 levels deep"
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            bad = json_problem(v, f"{path}[{i}]", depth + 1)
+            if bad:
+                return bad
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return f"{path} has a non-string key {k!r}"
+            bad = json_problem(v, f"{path}.{k}", depth + 1)
+            if bad:
+                return bad
+        return None
+    return f"{path} is a {type(value).__name__}"
+
+
 def render(value: Any) -> str:
     """What the model sees of a value: the string itself, or compact JSON."""
     kind = type(value)
@@ -137,12 +182,13 @@ def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
     return data[:max_bytes].decode("utf-8", "ignore"), True
 
 
-def truncation_notice(max_bytes: int, ref: str | None) -> str:
+def truncation_notice(max_bytes: int, ref: str | None, offset: int) -> str:
+    """The last lines of a cut output; ``offset`` is where the shown text stops."""
     notice = f"[output truncated at {max_bytes} bytes]"
     if ref is None:
         return "\n" + notice
     return (f'\n[full output kept as "{ref}": call read_output(ref="{ref}", '
-            f"offset={max_bytes}) for the rest]\n{notice}")
+            f"offset={offset}) for the rest]\n{notice}")
 
 
 def is_error_value(value: Any) -> bool:
@@ -258,6 +304,11 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
     if handler is not None:
         try:
             value = handler(dict(args))
+            if inspect.isawaitable(value):
+                value = _await(value)
+            bad = json_problem(value)
+            if bad:
+                value, error = None, f'tool "{name}" returned a value that is not JSON: {bad}'
         except Exception as exc:  # noqa: BLE001 - a handler failure is a result
             error = f'tool "{name}" failed: {type(exc).__name__}: {exc}'
     elif tool.script:
@@ -324,12 +375,17 @@ def _finish(call_id: str, name: str, start: float, config: Config, env: CallEnv,
     is_error = error is not None
     text = error if is_error else render(value)
     max_bytes = config.limits.max_output_bytes
-    text, truncated = cap_text(text or "", max_bytes) if text else ("", False)
     ref = None
-    if truncated:
-        full = error if is_error else render(value)
-        ref = env.spill(full or "")
-        text += truncation_notice(max_bytes, ref)
+    truncated = False
+    if text and len(text) > max_bytes // 4 and len(text.encode("utf-8")) > max_bytes:
+        # The whole text the model sees, notice included, stays within max_bytes.
+        truncated = True
+        ref = env.spill(text)
+        notice = truncation_notice(max_bytes, ref, 0)
+        room = max(0, max_bytes - len(notice.encode("utf-8")) - 16)
+        head, _ = cap_text(text, room)
+        text = head + truncation_notice(max_bytes, ref, len(head.encode("utf-8")))
+    text = text or ""
     return make_result(call_id, name, is_error, None if is_error and blocked_by else value,
                        text, error, (time.monotonic() - start) * 1000.0, truncated,
                        blocked_by, ref)

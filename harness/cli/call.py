@@ -13,16 +13,28 @@ from harness.cli.common import root_option
 from harness.errors import LoadError
 
 
-def _parse_arg(item: str) -> tuple[str, Any]:
+def _split_arg(item: str) -> tuple[str, str]:
     key, sep, raw = item.partition("=")
     if not sep or not key:
         raise click.UsageError(f"--arg takes key=value, got {item!r}")
-    # A value that parses as JSON is used as such (numbers, booleans, lists);
-    # anything else is the literal string.
+    return key, raw
+
+
+def _arg_value(raw: str, schema: Any) -> Any:
+    """A --arg value: the literal string where the parameter is a string, else JSON.
+
+    ``--arg msg=42`` for a string parameter sends "42"; for an integer parameter 42.
+    A value that is not valid JSON is always the literal string.
+    """
+    declared = schema.get("type") if isinstance(schema, dict) else None
+    types = declared if isinstance(declared, list) else [declared]
+    if "string" in types and not ({"integer", "number", "boolean", "array", "object"}
+                                  & set(types)):
+        return raw
     try:
-        return key, json.loads(raw)
+        return json.loads(raw)
     except ValueError:
-        return key, raw
+        return raw
 
 
 @click.command()
@@ -44,9 +56,7 @@ def command(tool: str, arguments: str | None, args: tuple[str, ...], fmt: str,
             raise click.UsageError(f"ARGUMENTS is not valid JSON: {exc}") from None
         if not isinstance(payload, dict):
             raise click.UsageError("ARGUMENTS must be a JSON object, e.g. '{\"path\": \".\"}'")
-    for item in args:
-        key, value = _parse_arg(item)
-        payload[key] = value
+    pairs = [_split_arg(item) for item in args]
 
     import harness
 
@@ -56,6 +66,10 @@ def command(tool: str, arguments: str | None, args: tuple[str, ...], fmt: str,
         for p in exc.problems:
             click.echo(p.render(), err=True)
         sys.exit(2)
+    spec = h.all_tools.get(tool)
+    properties = spec.input_schema.get("properties", {}) if spec is not None else {}
+    for key, raw in pairs:
+        payload[key] = _arg_value(raw, properties.get(key))
     with h:
         result = h.call(tool, payload)
     if fmt == "json":

@@ -22,7 +22,7 @@ import starlark as sl
 from harness import surface
 from harness.errors import BuiltinError
 from harness.runtime.context import CallContext, Outcome
-from harness.runtime.when import WhenError, compile_when
+from harness.runtime.when import fast_when
 
 MAX_CALLSTACK = 64
 _FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta")
@@ -265,14 +265,10 @@ class InProcessRuntime:
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
-        ctx.kind = "when"
-        fast = compile_when(expr)
+        fast = fast_when(expr, event, payload, filename, line)
         if fast is not None:
-            try:
-                value = fast({"event": event, "payload": payload})
-            except WhenError as exc:
-                return Outcome(status="error", error=f"{exc} (at {filename}:{line})")
-            return Outcome(status="ok", value=value)
+            return fast
+        ctx.kind = "when"
         return self.engine.call("when", when_source(expr), filename, line, "harness_when",
                                 (event, dict(payload)), ctx, timeout_ms)
 

@@ -16,9 +16,11 @@ Supported: ``event``, ``payload``, str/int/bool/None literals and lists/tuples o
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
+
+from harness.runtime.context import Outcome
 
 Env = dict[str, Any]
 Fn = Callable[[Env], Any]
@@ -181,3 +183,21 @@ def compile_when(expr: str) -> Fn | None:
         return _compile(tree.body)
     except (SyntaxError, _Unsupported, KeyError, RecursionError, ValueError):
         return None
+
+
+def fast_when(expr: str, event: str, payload: Mapping[str, Any], filename: str,
+              line: int) -> Outcome | None:
+    """Evaluate ``expr`` in Python when it has the supported shape, else None.
+
+    Both runtimes call this first: a ``when`` never needs a worker round trip or a
+    payload conversion when it is a plain comparison.
+    """
+    fn = compile_when(expr)
+    if fn is None:
+        return None
+    try:
+        return Outcome("ok", fn({"event": event, "payload": payload}), None, 0.0)
+    except WhenError as exc:
+        return Outcome("error", None, f"{exc} (at {filename}:{line})", 0.0)
+    except (TypeError, ValueError, AttributeError) as exc:  # pragma: no cover - defensive
+        return Outcome("error", None, f"{exc} (at {filename}:{line})", 0.0)

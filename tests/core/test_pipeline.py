@@ -111,19 +111,21 @@ def test_output_truncation_at_the_exact_byte_count(make_harness: MakeHarness) ->
         ---
         script: |
           def run(args):
-              return "é" * 100
+              return "é" * 500
         ---
         big
-    """}, config="limits: {max_output_bytes: 51}\n")
+    """}, config="limits: {max_output_bytes: 200}\n")
     r = h.call("big", {})
     assert r.truncated and not r.is_error
-    head, _, notice = r.text.partition("\n")
-    assert head == "é" * 25  # 50 bytes: the 51st byte would split a character
-    assert r.text.endswith("[output truncated at 51 bytes]")
-    assert r.output_ref and f'read_output(ref="{r.output_ref}"' in r.text
-    page = h.call("read_output", {"ref": r.output_ref, "offset": 50, "limit": 20})
+    assert r.text.endswith("[output truncated at 200 bytes]")
+    assert len(r.text.encode()) <= 200  # notice included
+    head = r.text.split("\n")[0]
+    assert head and set(head) == {"é"}  # never half a character
+    shown = len(head.encode())
+    assert r.output_ref and f'read_output(ref="{r.output_ref}", offset={shown})' in r.text
+    page = h.call("read_output", {"ref": r.output_ref, "offset": shown, "limit": 20})
     assert page.value["text"] == "é" * 10
-    assert page.value["total_bytes"] == 200
+    assert page.value["total_bytes"] == 1000
 
 
 def test_returns_schema_is_enforced(make_harness: MakeHarness) -> None:
@@ -215,8 +217,68 @@ def test_cli_call(make_harness: MakeHarness, tmp_path: object) -> None:
     ok = runner.invoke(cli, ["call", "echo", '{"path": "a"}', "--arg", "n=3", "--root", root])
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.output) == {"path": "a", "n": 3}
+    # --arg follows the schema: a string parameter gets the literal text
+    literal = runner.invoke(cli, ["call", "echo", "--arg", "path=42", "--root", root])
+    assert literal.exit_code == 0, literal.output
+    assert json.loads(literal.output) == {"path": "42", "n": 0}
     bad = runner.invoke(cli, ["call", "echo", "--root", root, "--format", "json"])
     assert bad.exit_code == 1
     assert json.loads(bad.output)["error"].startswith('invalid arguments for tool "echo"')
     usage = runner.invoke(cli, ["call", "echo", "{not json", "--root", root])
     assert usage.exit_code == 2
+
+
+def test_async_python_tools_are_awaited(make_harness: MakeHarness) -> None:
+    h = make_harness()
+
+    @h.tool
+    async def twice(x: int) -> int:
+        """Double x, asynchronously."""
+        return x * 2
+
+    assert h.call("twice", {"x": 4}).value == 8
+
+    import asyncio
+
+    assert asyncio.run(h.acall("twice", {"x": 5})).value == 10
+
+
+def test_kwargs_tools_receive_undeclared_keys(make_harness: MakeHarness) -> None:
+    h = make_harness()
+
+    @h.tool
+    def gather(a: int, **extra: object) -> dict[str, object]:
+        """Return everything."""
+        return {"a": a, **extra}
+
+    assert h.call("gather", {"a": 1, "z": 2}).value == {"a": 1, "z": 2}
+
+
+def test_non_json_handler_values_are_errors(make_harness: MakeHarness) -> None:
+    h = make_harness()
+
+    @h.tool
+    def odd() -> object:
+        """Returns a set."""
+        return {"s": {1, 2}}
+
+    r = h.call("odd", {})
+    assert r.is_error and r.error == 'tool "odd" returned a value that is not JSON: $.s is a set'
+
+
+def test_schema_that_cannot_compile_is_a_result_not_a_crash(make_harness: MakeHarness) -> None:
+    h = make_harness()
+
+    @h.tool
+    def f(x: str) -> str:
+        """x"""
+        return x
+
+    from dataclasses import replace
+
+    spec = h._tools["f"]
+    h._tools["f"] = replace(spec, input_schema={"type": "object", "properties": {
+        "x": {"type": "string", "pattern": "("}}})
+    h._registry = None
+    r = h.call("f", {"x": "a"})
+    assert r.is_error and "cannot be compiled" in (r.error or "")

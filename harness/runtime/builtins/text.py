@@ -29,17 +29,21 @@ def _int(name: str, arg: str, value: Any) -> int:
 # -- json ---------------------------------------------------------------------------
 
 
-def json_encode(ctx: CallContext, value: Any) -> str:
+def json_encode(ctx: CallContext, v: Any) -> str:
     try:
-        return _json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return _json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise BuiltinError(f"json.encode: {exc}") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
 
 
 def json_decode(ctx: CallContext, s: Any) -> Any:
     s = _str("json.decode", "s", s)
     try:
-        return _json.loads(s)
+        return _json.loads(s, parse_constant=_no_constant)
     except ValueError as exc:
         raise BuiltinError(f"json.decode: invalid JSON: {exc}") from None
 
@@ -65,7 +69,7 @@ def _compile(pattern: str) -> Any:
 
 
 def _pattern(name: str, p: Any) -> Any:
-    return _compile(_str(name, "pattern", p))
+    return _compile(_str(name, "p", p))
 
 
 def _match_dict(m: Any) -> dict[str, Any] | None:
@@ -80,21 +84,21 @@ def _match_dict(m: Any) -> dict[str, Any] | None:
     }
 
 
-def re_match(ctx: CallContext, pattern: Any, s: Any) -> dict[str, Any] | None:
-    return _match_dict(_pattern("re.match", pattern).match(_str("re.match", "s", s)))
+def re_match(ctx: CallContext, p: Any, s: Any) -> dict[str, Any] | None:
+    return _match_dict(_pattern("re.match", p).match(_str("re.match", "s", s)))
 
 
-def re_search(ctx: CallContext, pattern: Any, s: Any) -> dict[str, Any] | None:
-    return _match_dict(_pattern("re.search", pattern).search(_str("re.search", "s", s)))
+def re_search(ctx: CallContext, p: Any, s: Any) -> dict[str, Any] | None:
+    return _match_dict(_pattern("re.search", p).search(_str("re.search", "s", s)))
 
 
-def re_findall(ctx: CallContext, pattern: Any, s: Any) -> list[Any]:
-    found = _pattern("re.findall", pattern).findall(_str("re.findall", "s", s))
+def re_findall(ctx: CallContext, p: Any, s: Any) -> list[Any]:
+    found = _pattern("re.findall", p).findall(_str("re.findall", "s", s))
     return [list(f) if isinstance(f, tuple) else f for f in found]
 
 
-def re_sub(ctx: CallContext, pattern: Any, repl: Any, s: Any, count: Any = 0) -> str:
-    compiled = _pattern("re.sub", pattern)
+def re_sub(ctx: CallContext, p: Any, repl: Any, s: Any, count: Any = 0) -> str:
+    compiled = _pattern("re.sub", p)
     repl = _str("re.sub", "repl", repl)
     try:
         return compiled.sub(repl, _str("re.sub", "s", s), count=_int("re.sub", "count", count))
@@ -102,8 +106,8 @@ def re_sub(ctx: CallContext, pattern: Any, repl: Any, s: Any, count: Any = 0) ->
         raise BuiltinError(f"re.sub: {exc}") from None
 
 
-def re_split(ctx: CallContext, pattern: Any, s: Any) -> list[str]:
-    return list(_pattern("re.split", pattern).split(_str("re.split", "s", s)))
+def re_split(ctx: CallContext, p: Any, s: Any) -> list[str]:
+    return list(_pattern("re.split", p).split(_str("re.split", "s", s)))
 
 
 # -- string, hash, time ---------------------------------------------------------------
