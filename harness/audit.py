@@ -44,9 +44,12 @@ class AuditLog:
         self._lock = threading.Lock()
 
     def write(self, session: str, event: str, fields: dict[str, Any]) -> None:
-        record = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) +
-                  f".{int(time.time() * 1000) % 1000:03d}Z", "session": session, "event": event}
-        record.update(redact(_cap(fields, self.max_value_chars)))
+        now = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+        record = {"time": f"{stamp}.{int(now * 1000) % 1000:03d}Z", "session": session,
+                  "event": event}
+        # Redact before capping: a cut must not split a secret so that it escapes.
+        record.update(_cap(redact(fields), self.max_value_chars))
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
             if self._fd >= 0:

@@ -59,7 +59,7 @@ class Transcript:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("a", encoding="utf-8")
         record = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-                  "session": self.session, "kind": kind, **redact(_cap(fields, self.limit))}
+                  "session": self.session, "kind": kind, **_cap(redact(fields), self.limit)}
         self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         self._file.flush()
 

@@ -6,7 +6,7 @@ Built on the SDK's low-level :class:`mcp.server.lowlevel.Server`, which leaves
 - ``tools/list``: name, title, description, ``inputSchema``, ``outputSchema`` (from
   ``returns``), annotations, from :func:`harness.artifacts.export.definitions`.
   Deferred tools are hidden until ``tool_search`` finds them (per client connection);
-  ``read_output`` is listed once a result of the connection was truncated.
+  ``read_output`` (the harness's pager for truncated outputs) is always listed.
 - ``tools/call``: every call runs through the full pipeline in the connection's own
   :class:`~harness.core.Session`. Bad arguments, blocks, timeouts and tool failures
   are ``isError`` results whose text is the pipeline's message, never protocol

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,14 +96,18 @@ def test_spill_and_page_through_a_1mb_output(make_harness: MakeHarness, tmp_path
         assert r.text.endswith("[output truncated at 65536 bytes]")
         shown = r.text.split("\n[full output")[0]
         assert r.value.startswith(shown)
-        pages, offset = [], 0
+        pages: list[str] = []
+        offset: int | None = 0
         while offset is not None:
             page = s.call("read_output", {"ref": r.output_ref, "offset": offset})
-            assert not page.is_error, page
-            pages.append(page.value["text"])
-            offset = page.value["next_offset"]
+            assert not page.is_error and not page.truncated, page.text[-300:]
+            assert len(page.text.encode()) <= 65536
+            body, _, footer = page.value.rpartition("\n")
+            pages.append(body)
+            found = re.search(r"offset=(\d+)\)\]$", footer)
+            offset = int(found.group(1)) if found else None
         assert "".join(pages) == r.value
-        assert len(pages) == 16  # 999,999 bytes in pages of 65536
+        assert len(pages) == 16  # 999,999 bytes in pages of 65336
         spill_dir = tmp_path / ".harness/state/spill" / s.id
         assert spill_dir.is_dir()
     assert not spill_dir.exists()  # removed with the session (audit is off)
@@ -110,7 +115,7 @@ def test_spill_and_page_through_a_1mb_output(make_harness: MakeHarness, tmp_path
 
 def test_read_output_unknown_ref(make_harness: MakeHarness) -> None:
     h = make_harness(tools={"echo": ECHO})
-    r = h.call("read_output", {"ref": "out-999"})
+    r = h.call("read_output", {"ref": "out-999"})  # never created
     assert r.is_error and r.error.startswith('unknown output ref "out-999"')  # type: ignore[union-attr]
 
 
@@ -119,3 +124,38 @@ def test_spills_are_per_session(make_harness: MakeHarness) -> None:
     with h.session() as a, h.session() as b:
         ref = a.call("big", {"size": 100_000}).output_ref
         assert ref and b.call("read_output", {"ref": ref}).is_error
+
+
+def test_json_passwords_and_cut_keys_never_reach_the_audit_file(make_harness: MakeHarness,
+                                                                tmp_path: Path) -> None:
+    h = make_harness(tools={"echo": """
+        ---
+        parameters:
+          user: {type: string}
+          password: {type: string}
+          content: {type: string}
+        script: |
+          def run(args):
+              return args
+        ---
+        Echo.
+    """}, config="audit: {path: audit.jsonl}\n")
+    h.call("echo", {"user": "bob", "password": "hunter7",
+                    "content": '{"password": "hunter8"} -----BEGIN RSA PRIVATE KEY-----\nMIIEow'})
+    h.close()
+    text = (tmp_path / "audit.jsonl").read_text()
+    for secret in ("hunter7", "hunter8", "MIIEow"):
+        assert secret not in text
+    times = [json.loads(line)["time"] for line in text.splitlines()]
+    assert times == sorted(times)  # one clock reading per record
+
+
+def test_redaction_patterns() -> None:
+    from harness.redact import redact, redact_text
+
+    assert redact_text('{"password": "a b"}') == '{"password": "[REDACTED]"}'
+    assert redact_text('{\\"pwd\\": \\"x\\"}') == '{\\"pwd\\": \\"[REDACTED]\\"}'
+    assert redact_text("PASSWORD: s3cret!") == "PASSWORD=[REDACTED]"
+    assert redact_text("-----BEGIN EC PRIVATE KEY-----\nabc") == "[REDACTED]"
+    assert redact({"api_key": "k", "n": [{"token": "t"}], "ok": "fine"}) == {
+        "api_key": "[REDACTED]", "n": [{"token": "[REDACTED]"}], "ok": "fine"}

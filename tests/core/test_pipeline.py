@@ -123,9 +123,12 @@ def test_output_truncation_at_the_exact_byte_count(make_harness: MakeHarness) ->
     assert head and set(head) == {"é"}  # never half a character
     shown = len(head.encode())
     assert r.output_ref and f'read_output(ref="{r.output_ref}", offset={shown})' in r.text
-    page = h.call("read_output", {"ref": r.output_ref, "offset": shown, "limit": 20})
-    assert page.value["text"] == "é" * 10
-    assert page.value["total_bytes"] == 1000
+    page = h.call("read_output", {"ref": r.output_ref, "offset": shown, "limit": 21})
+    assert page.value == ("é" * 10 + f"\n[read_output {r.output_ref}: bytes {shown}-{shown + 20}"
+                          f' of 1000; next page: read_output(ref="{r.output_ref}", '
+                          f"offset={shown + 20})]")
+    odd = h.call("read_output", {"ref": r.output_ref, "offset": shown + 1, "limit": 4})
+    assert odd.value.startswith("éé\n")  # a page never starts or ends inside a character
 
 
 def test_returns_schema_is_enforced(make_harness: MakeHarness) -> None:
