@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import itertools
 import logging
+import os
 import shutil
 import threading
 import types
@@ -344,9 +345,11 @@ class Session:
     def spill(self, text: str) -> str | None:
         ref = f"out-{next(_ids)}"
         try:
-            self._spill_dir.mkdir(parents=True, exist_ok=True)
+            self._spill_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             path = self._spill_dir / f"{ref}.txt"
-            path.write_text(text, encoding="utf-8")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
         except OSError as exc:
             _log.warning("could not keep the full output: %s", exc)
             return None

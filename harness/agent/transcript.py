@@ -9,6 +9,7 @@ redacted with the audit trail's secret patterns.
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 from datetime import UTC, datetime
@@ -57,7 +58,8 @@ class Transcript:
             return
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            self._file = os.fdopen(fd, "a", encoding="utf-8")
         record = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"),
                   "session": self.session, "kind": kind, **_cap(redact(fields), self.limit)}
         self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")

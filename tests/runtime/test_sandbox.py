@@ -318,8 +318,9 @@ def test_allowed_commands_not_bypassed_by_workspace_program(ws: Path) -> None:
     ctx = make_ctx(ws, allowed_commands=("echo",))
     with pytest.raises(BuiltinError, match="inside the workspace"):
         run(ctx, "./echo")
-    with pytest.raises(BuiltinError, match="inside the workspace"):
-        run(ctx, "echo", env={"PATH": str(ws)})
+    # the script's PATH is not used to find an allowed program: the system echo runs
+    r = run(ctx, "echo", ["hi"], env={"PATH": str(ws)})
+    assert r["ok"] and r["stdout"] == "hi\n"
 
 
 def test_workspace_program_runs_in_sandbox(ws: Path) -> None:
@@ -341,16 +342,40 @@ def test_program_outside_sandbox_view_is_not_found(ws: Path, outside: Path) -> N
 
 def test_command_line_shape(ws: Path) -> None:
     assert _bwrap is not None and _flags is not None
-    argv, absent = sandbox.build_argv(_bwrap, _flags, workspace=str(ws), cwd=str(ws),
-                                      program="/usr/bin/true", args=["a"],
-                                      protected=(".harness", "harness.md", ".git"))
+    argv, absent, ids = sandbox.build_argv(_bwrap, _flags, workspace=str(ws), cwd=str(ws),
+                                           program="/usr/bin/true", args=["a"],
+                                           protected=(".harness", "harness.md", ".git"))
     joined = " ".join(argv)
     assert "--unshare-all" in argv and "--die-with-parent" in argv and "--new-session" in argv
     assert f"--bind {ws} {ws}" in joined
     assert f"--tmpfs {ws}/.harness --remount-ro {ws}/.harness" in joined
     assert f"--ro-bind {ws}/.git {ws}/.git" in joined
     assert "--share-net" not in argv and argv[-2:] == ["/usr/bin/true", "a"]
-    assert absent == ()
+    assert absent == () and [rel for rel, _, _ in ids] == [".harness", "harness.md", ".git"]
+
+
+def test_command_line_pins_ancestors_and_masks(ws: Path) -> None:
+    assert _bwrap is not None and _flags is not None
+    (ws / "conf" / "deep").mkdir(parents=True)
+    (ws / "conf" / "deep" / "secret.txt").write_text("x")
+    (ws / "cfg").mkdir()
+    (ws / "cfg" / ".env").write_text("x")
+    (ws / ".ssh").mkdir()
+    masks = sandbox.sensitive_masks(str(ws))
+    assert masks.files == ("cfg/.env",) and masks.dirs == (".ssh",) and masks.complete
+    argv, absent, _ = sandbox.build_argv(
+        _bwrap, _flags, workspace=str(ws), cwd=str(ws), program="/usr/bin/true", args=[],
+        protected=(".harness", "conf/deep/secret.txt", "gen/data"), masks=masks)
+    joined = " ".join(argv)
+    for anc in ("conf", "conf/deep", "cfg"):
+        assert f"--bind {ws}/{anc} {ws}/{anc}" in joined, anc
+    assert f"--ro-bind {ws}/conf/deep/secret.txt {ws}/conf/deep/secret.txt" in joined
+    assert f"--ro-bind /dev/null {ws}/cfg/.env" in joined
+    assert f"--tmpfs {ws}/.ssh --remount-ro {ws}/.ssh" in joined
+    # parents are mounted before their children
+    assert joined.index(f"{ws}/conf ") < joined.index(f"{ws}/conf/deep ")
+    assert joined.index(f"{ws}/conf/deep ") < joined.index(f"{ws}/conf/deep/secret.txt")
+    assert absent == (sandbox.Absent("gen/data"),)
 
 
 def test_workspace_containing_system_dirs_is_refused() -> None:
@@ -386,3 +411,232 @@ def test_etc_snapshot_refuses_foreign_base(tmp_path: Path, monkeypatch: pytest.M
     base.chmod(0o700)
     snap = sandbox.etc_snapshot()
     assert os.path.dirname(snap) == str(base) and (Path(snap) / "passwd").exists()
+
+
+# ---------------------------------------------------------------- security review findings
+
+
+def with_protected(ctx: CallContext, *extra: str) -> CallContext:
+    ctx.config = dataclasses.replace(ctx.config, fs=dataclasses.replace(
+        ctx.config.fs, protected=(*ctx.config.fs.protected, *extra)))
+    return ctx
+
+
+# 1. the clean-up of created protected paths must never follow a planted symlink
+
+
+def test_cleanup_does_not_follow_symlinked_parent_out_of_workspace(ws: Path,
+                                                                   tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    (victim / "data").mkdir(parents=True)
+    (victim / "data" / "important.txt").write_text("KEEP\n")
+    (ws / "conf").mkdir()
+    (ws / "conf" / "secret.txt").write_text("orig\n")
+    ctx = with_protected(make_ctx(ws), "conf/secret.txt", "gen/data")
+    r = run(ctx, "sh", ["-c", f"ln -s {victim} gen"])
+    assert (victim / "data" / "important.txt").read_text() == "KEEP\n"
+    assert not r["ok"]
+    assert not os.path.lexists(ws / "gen")  # only the planted link itself is removed
+    assert 'protected path "gen/data"' in r["stderr"] and 'symbolic link "gen"' in r["stderr"]
+
+
+def test_cleanup_does_not_follow_symlink_into_read_only_git(ws: Path) -> None:
+    # gen -> .git makes "gen/config" name .git/config: harness must not delete it
+    ctx = with_protected(make_ctx(ws), "gen/config")
+    r = run(ctx, "ln", ["-s", ".git", "gen"])
+    assert (ws / ".git" / "config").read_text() == "[core]\n"
+    assert not r["ok"] and not os.path.lexists(ws / "gen")
+
+
+def test_cleanup_does_not_follow_a_deeper_planted_link(ws: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim2"
+    (victim / "c").mkdir(parents=True)
+    (victim / "c" / "keep.txt").write_text("KEEP\n")
+    ctx = with_protected(make_ctx(ws), "a/b/c")
+    r = run(ctx, "sh", ["-c", f"mkdir a && ln -s {victim} a/b"])
+    assert (victim / "c" / "keep.txt").read_text() == "KEEP\n"
+    assert not r["ok"] and (ws / "a").is_dir() and not os.path.lexists(ws / "a" / "b")
+
+
+def test_cleanup_removes_created_nested_tree_only(ws: Path) -> None:
+    ctx = with_protected(make_ctx(ws), "gen/data")
+    r = run(ctx, "sh", ["-c", "mkdir -p gen/data/x && echo y > gen/data/x/f && echo k > gen/k"])
+    assert not r["ok"] and 'created protected path "gen/data"; it was removed' in r["stderr"]
+    assert not (ws / "gen" / "data").exists() and (ws / "gen" / "k").read_text() == "k\n"
+
+
+def test_cleanup_leaves_a_pre_existing_user_symlink_alone(ws: Path) -> None:
+    (ws / "build").mkdir()
+    (ws / "gen").symlink_to("build")
+    ctx = with_protected(make_ctx(ws), "gen/data")
+    assert run(ctx, "true")["ok"]
+    r = run(ctx, "mkdir", ["build/data"])
+    assert not r["ok"] and (ws / "gen").is_symlink() and (ws / "build" / "data").is_dir()
+    assert 'protected path "gen/data" now exists behind the symbolic link "gen"' in r["stderr"]
+
+
+# 2. a nested read-only protected path cannot be swapped out by renaming a parent
+
+
+def test_nested_protected_file_survives_renaming_its_parent(ws: Path) -> None:
+    (ws / "conf").mkdir()
+    (ws / "conf" / "secret.txt").write_text("orig\n")
+    ctx = with_protected(make_ctx(ws), "conf/secret.txt")
+    r = run(ctx, "sh", ["-c", "mv conf conf_old && mkdir conf && echo TAMPERED > conf/secret.txt"])
+    assert not r["ok"]
+    assert (ws / "conf" / "secret.txt").read_text() == "orig\n" and not (ws / "conf_old").exists()
+    assert run(ctx, "sh", ["-c", "echo fine > conf/other.txt"])["ok"]  # the rest stays writable
+
+
+def test_deeply_nested_protected_dir_survives_renaming_any_ancestor(ws: Path) -> None:
+    (ws / "a" / "b" / "c").mkdir(parents=True)
+    (ws / "a" / "b" / "c" / "f.txt").write_text("orig\n")
+    ctx = with_protected(make_ctx(ws), "a/b/c")
+    for cmd in ("mv a a2", "mv a/b a/b2", "rm -rf a"):
+        r = run(ctx, "sh", ["-c", f"{cmd} && mkdir -p a/b/c && echo T > a/b/c/f.txt"])
+        assert not r["ok"], cmd
+        assert (ws / "a" / "b" / "c" / "f.txt").read_text() == "orig\n", cmd
+
+
+def test_protected_path_replaced_through_symlinked_ancestor_is_reported(ws: Path) -> None:
+    (ws / "real").mkdir()
+    (ws / "real" / "secret.txt").write_text("orig\n")
+    (ws / "link").symlink_to("real")
+    ctx = with_protected(make_ctx(ws), "link/secret.txt")
+    r = run(ctx, "sh", ["-c", "rm link && mkdir link && echo T > link/secret.txt"])
+    assert not r["ok"]
+    assert 'protected path "link/secret.txt" was replaced' in r["stderr"]
+    assert (ws / "real" / "secret.txt").read_text() == "orig\n"
+
+
+# 3. exec.allowed_commands cannot be bypassed with a symlink or a PATH override
+
+
+def test_allowed_commands_not_bypassed_by_workspace_symlink(ws: Path) -> None:
+    (ws / "bin").mkdir()
+    (ws / "bin" / "ls").symlink_to("/usr/bin/sh")
+    ctx = make_ctx(ws, allowed_commands=("ls",))
+    with pytest.raises(BuiltinError, match="inside the workspace"):
+        run(ctx, "bin/ls", ["-c", "echo SHELL"])
+    r = run(ctx, "ls", ["-c", "echo SHELL"], env={"PATH": f"{ws}/bin:/usr/bin"})
+    assert "SHELL\n" != r["stdout"] and not r["ok"]  # the system ls ran, not the link
+
+
+def test_allowed_commands_checks_the_resolved_target(ws: Path, outside: Path) -> None:
+    (outside / "ls").symlink_to("/usr/bin/sh")
+    ctx = make_ctx(ws, sandbox="off", allowed_commands=("ls",))
+    with pytest.raises(BuiltinError, match="not in exec.allowed_commands"):
+        run(ctx, str(outside / "ls"), ["-c", "echo SHELL"])
+    # a system alias of an allowed program (sh -> dash) still works
+    ok = run(make_ctx(ws, allowed_commands=("sh",)), "sh", ["-c", "echo fine"])
+    assert ok["stdout"] == "fine\n"
+
+
+def test_allowed_commands_path_entry_allows_that_workspace_file(ws: Path) -> None:
+    script = ws / "build.sh"
+    script.write_text("#!/bin/sh\necho built\n")
+    script.chmod(0o755)
+    ctx = make_ctx(ws, allowed_commands=("./build.sh",))
+    assert run(ctx, "./build.sh")["stdout"] == "built\n"
+    (ws / "sub").mkdir()
+    assert run(ctx, "../build.sh", dir="sub")["stdout"] == "built\n"
+    with pytest.raises(BuiltinError):
+        run(ctx, "build.sh", env={"PATH": str(ws)})
+
+
+# 4. sensitive files are masked inside the sandbox (SPEC §8.3 "wherever they are")
+
+
+SENSITIVE_FILES = (
+    ".env", "sub/.env.local", "keys/server.pem", "keys/x y\nz.key", ".ssh/id_rsa",
+    "deep/er/.aws/credentials", ".docker/config.json", ".config/gcloud/adc.json",
+    "credentials.json", "app/.NETRC", ".git/credentials.json",
+)
+
+
+def _plant(ws: Path) -> None:
+    for rel in SENSITIVE_FILES:
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text("CREDVALUE\n")
+    (ws / "keys" / "ok.txt").write_text("fine\n")
+    (ws / ".config" / "other.txt").write_text("fine\n")
+
+
+def test_sensitive_files_are_masked_in_the_sandbox(ws: Path) -> None:
+    _plant(ws)
+    ctx = make_ctx(ws)
+    r = run(ctx, "cat", [".env"])
+    assert "CREDVALUE" not in r["stdout"]
+    r = run(ctx, "sh", ["-c", "grep -r CREDVALUE . ; cat keys/ok.txt .config/other.txt"])
+    assert "CREDVALUE" not in r["stdout"] + r["stderr"]
+    assert r["stdout"] == "fine\nfine\n"
+    r = run(ctx, "ls", ["-A", ".ssh", "deep/er/.aws"])
+    assert r["ok"] and "id_rsa" not in r["stdout"] and "credentials" not in r["stdout"]
+    for cmd in ("echo x > .env", "echo x > .ssh/new", "rm .env", "mv keys/server.pem k"):
+        assert not run(ctx, "sh", ["-c", cmd])["ok"], cmd
+    for rel in SENSITIVE_FILES:
+        assert (ws / rel).read_text() == "CREDVALUE\n", rel
+
+
+def test_sensitive_file_created_between_calls_is_masked(ws: Path) -> None:
+    (ws / "a" / "b").mkdir(parents=True)
+    ctx = make_ctx(ws)
+    assert run(ctx, "cat", ["notes.txt"])["ok"]
+    (ws / "a" / "b" / ".env").write_text("CREDVALUE\n")
+    (ws / "new").mkdir()
+    (ws / "new" / "id_ed25519").write_text("CREDVALUE\n")
+    r = run(ctx, "sh", ["-c", "cat a/b/.env new/id_ed25519"])
+    assert "CREDVALUE" not in r["stdout"]
+    os.rename(ws / "a" / "b", ws / "a" / "c")  # only the parent's mtime changes
+    r = run(ctx, "cat", ["a/c/.env"])
+    assert "CREDVALUE" not in r["stdout"]
+
+
+def test_sensitive_symlinks_do_not_break_the_sandbox(ws: Path, outside: Path) -> None:
+    (ws / ".env").symlink_to(outside / "secret.txt")  # leads out: not in the sandbox at all
+    (ws / "real.pem").write_text("CREDVALUE\n")
+    (ws / "cert.key").symlink_to("real.pem")
+    r = run(make_ctx(ws), "sh", ["-c", "cat .env cert.key real.pem; echo done"])
+    assert r["stdout"] == "done\n" and "CREDVALUE" not in r["stderr"]
+
+
+def test_sensitive_scan_bound_masks_shallow_first_and_warns(ws: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "MASK_SCAN_MAX_ENTRIES", 30)
+    (ws / ".env").write_text("CREDVALUE\n")
+    deep = ws / "d1" / "d2" / "d3"
+    (deep / "d4").mkdir(parents=True)
+    for i in range(40):
+        (deep / f"f{i}.txt").write_text("x")
+    (deep / "d4" / "id_rsa").write_text("DEEPVALUE\n")
+    logs: list[Any] = []
+    ctx = make_ctx(ws, logs)
+    r = run(ctx, "cat", [".env"])
+    assert not r["ok"] and "Permission denied" in r["stderr"] and r["stdout"] == ""
+    # documented limit: past the bound nothing is masked, and harness says so once
+    assert run(ctx, "cat", ["d1/d2/d3/d4/id_rsa"])["stdout"] == "DEEPVALUE\n"
+    warnings = [m for level, m in logs if level == "warn" and "sensitive" in m]
+    assert len(warnings) == 1 and "stopped after 30 entries" in warnings[0]
+
+
+def test_too_many_sensitive_files_masks_the_shallowest_and_warns(
+        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "MASK_MAX", 2)
+    (ws / ".env").write_text("CREDVALUE\n")
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / "a" / "x.pem").write_text("CREDVALUE\n")
+    (ws / "a" / "b" / "y.key").write_text("DEEPVALUE\n")
+    logs: list[Any] = []
+    ctx = make_ctx(ws, logs)
+    r = run(ctx, "sh", ["-c", "cat .env a/x.pem a/b/y.key 2>/dev/null"])
+    assert r["stdout"] == "DEEPVALUE\n"
+    warnings = [m for level, m in logs if level == "warn" and "sensitive" in m]
+    assert len(warnings) == 1 and "3 sensitive files were found" in warnings[0]
+
+
+def test_masked_file_reads_fail_instead_of_leaking(ws: Path) -> None:
+    (ws / ".env").write_text("CREDVALUE\n")
+    r = run(make_ctx(ws), "cat", [".env"])
+    assert not r["ok"] and r["stdout"] == "" and "Permission denied" in r["stderr"]
+    r = run(make_ctx(ws, sandbox="off"), "cat", [".env"])  # unsandboxed: documented
+    assert r["stdout"] == "CREDVALUE\n"

@@ -16,6 +16,7 @@ import os
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,7 @@ from harness.config import Config
 from harness.errors import BuiltinError, JailError
 from harness.runtime import sandbox
 from harness.runtime.context import CallContext
-from harness.runtime.jail import DIR_FLAGS, get_jail
+from harness.runtime.jail import DIR_FLAGS, PROBE_FLAGS, Jail, get_jail
 
 _CHUNK = 65536
 _DRAIN_GRACE_S = 0.5  # reading after exit/kill when something escaped the group
@@ -259,6 +260,45 @@ def _communicate(proc: subprocess.Popen[bytes], data: bytes | None, deadline: fl
     return timed_out
 
 
+def _listed_path(allowed: Sequence[str], workspace: str, cwd: str, cmd: str) -> str | None:
+    """The ``allowed_commands`` entry written as a path that names ``cmd``, if any.
+
+    Such entries are relative to the workspace root (or absolute); ``cmd`` is relative
+    to ``dir``. Compared as written (normalized), symlinks not resolved."""
+    if "/" not in cmd or not allowed:
+        return None
+    target = os.path.normpath(os.path.join(cwd, cmd))
+    for entry in allowed:
+        if "/" in entry and os.path.normpath(os.path.join(workspace, entry)) == target:
+            return entry
+    return None
+
+
+def _check_allowed(allowed: Sequence[str], cmd: str, name: str, program: str, workspace: str,
+                   lookup: str | None, accept: Callable[[str], bool], sandboxed: bool) -> None:
+    """Refuse a program that only looks like an allowed one (SPEC §8.4)."""
+    real = os.path.realpath(program)
+    if sandbox._inside(program, workspace) or sandbox._inside(real, workspace):
+        # A workspace file (or link) named like an allowed program is not that program;
+        # only an entry written as a path ("./build.sh") allows one from the workspace.
+        raise BuiltinError(
+            f'exec.run refused: "{cmd}" resolves to {program} inside the workspace; only '
+            "programs installed on the system match exec.allowed_commands (list a "
+            'workspace program as a path, e.g. "./build.sh")')
+    target = os.path.basename(real)
+    if target in allowed:
+        return
+    # A system alias (sh -> dash, python3 -> python3.11) is fine when it is the very
+    # file the allowed name resolves to on the lookup PATH; a link elsewhere named
+    # "ls" that leads to a shell is not.
+    system = _which(name, workspace, lookup, workspace, accept, sandboxed)
+    if system is None or os.path.realpath(system) != real:
+        raise BuiltinError(
+            f'exec.run refused: "{cmd}" resolves to "{real}", and "{target}" is not in '
+            f"exec.allowed_commands ({', '.join(allowed)}); add it there in harness.md "
+            "to allow it")
+
+
 def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir: Any = ".",
         stdin: Any = None, env: Any = None) -> dict[str, Any]:
     cmd, argv, timeout, dir, data, overrides = _check_args(
@@ -271,7 +311,8 @@ def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir
 
     allowed = config.exec.allowed_commands
     name = os.path.basename(cmd)
-    if allowed and name not in allowed:
+    listed_path = _listed_path(allowed, workspace, cwd, cmd)
+    if allowed and name not in allowed and listed_path is None:
         raise BuiltinError(
             f'exec.run refused: program "{name}" is not in exec.allowed_commands '
             f"({', '.join(allowed)}); add it there in harness.md to allow it")
@@ -283,21 +324,21 @@ def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir
     def accept(path: str) -> bool:
         return not p.sandboxed or sandbox.visible(path, workspace, protected)
 
-    program = _which(cmd, cwd, p.env.get("PATH"), workspace, accept, p.sandboxed)
+    # With allowed_commands the lookup ignores the script's PATH override: the name is
+    # looked up where the operator's environment says, never in a directory of the
+    # script's choosing (the child still gets the override in its environment).
+    lookup = (sandbox.child_env(config.exec.env, {}, sandboxed=p.sandboxed).get("PATH")
+              if allowed else p.env.get("PATH"))
+    program = _which(cmd, cwd, lookup, workspace, accept, p.sandboxed)
     limit = config.limits.max_output_bytes
     if program is None:
         where = "in the sandbox" if p.sandboxed else "on this machine"
         return {"ok": False, "exit_code": 127, "stdout": "", "duration_ms": 0,
                 "stderr": f'exec.run: program "{cmd}" not found {where} '
-                          f'(PATH={p.env.get("PATH", os.defpath)})'[:limit],
+                          f'(PATH={lookup or os.defpath})'[:limit],
                 "timed_out": False, "truncated": False}
-    if (allowed and sandbox._inside(os.path.realpath(program), workspace)
-            and cmd not in [a for a in allowed if "/" in a]):
-        # A workspace file named like an allowed program is not that program; only an
-        # entry written as a path ("./build.sh") allows a program from the workspace.
-        raise BuiltinError(
-            f'exec.run refused: "{cmd}" resolves to {program} inside the workspace; only '
-            "programs installed on the system match exec.allowed_commands")
+    if allowed and listed_path is None:
+        _check_allowed(allowed, cmd, name, program, workspace, lookup, accept, p.sandboxed)
     spawn = list(p.argv)
     spawn[p.program_index] = program
 
@@ -331,7 +372,7 @@ def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir
                 f.close()
     duration = round((time.monotonic() - start) * 1000)
 
-    notes = _remove_created(workspace, p.absent_protected)
+    notes = _after_run(config, workspace, p)
     if notes:
         err.feed(notes.encode())
     code = proc.returncode
@@ -346,24 +387,90 @@ def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir
     }
 
 
-def _remove_created(workspace: str, absent: Sequence[str]) -> str:
-    """Remove protected paths the command created; a note for stderr, or ''."""
+_NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _after_run(config: Config, workspace: str, p: sandbox.Plan) -> str:
+    """Notes for stderr about protected paths the command created or replaced, or ''."""
     notes = []
-    for rel in absent:
-        host = os.path.join(workspace, rel)
-        if not os.path.lexists(host):
-            continue
+    if p.absent_protected:
+        jail = get_jail(config)
+        root, _ = jail.open(".", DIR_FLAGS, check=False)
         try:
-            if os.path.isdir(host) and not os.path.islink(host):
-                shutil.rmtree(host)
-            else:
-                os.unlink(host)
-        except OSError as exc:
-            notes.append(f'\nharness: the command created protected path "{rel}" and it could '
-                         f"not be removed: {exc}")
-            continue
-        notes.append(f'\nharness: the command created protected path "{rel}"; it was removed')
+            for absent in p.absent_protected:
+                notes.append(_remove_created(jail, root, absent))
+        finally:
+            os.close(root)
+    for rel, dev, ino in p.protected_ids if p.sandboxed else ():
+        try:
+            st = os.lstat(os.path.join(workspace, rel))
+            same = (st.st_dev, st.st_ino) == (dev, ino)
+        except OSError:
+            same = False
+        if not same:  # only reachable through a symlink in its path, which no mount pins
+            notes.append(f'\nharness: protected path "{rel}" was replaced or removed during '
+                         "the command (a symbolic link in its path cannot be made read-only); "
+                         "check it")
     return "".join(notes)
+
+
+def _remove_created(jail: Jail, root: int, absent: sandbox.Absent) -> str:
+    """Remove protected path ``absent.rel`` if the command created it; a note, or ''.
+
+    Runs unsandboxed (as the harness user, maybe root), so nothing is followed: each
+    parent is opened with O_NOFOLLOW relative to the previous handle and the entry is
+    removed relative to its parent's handle (``shutil.rmtree(dir_fd=...)`` is the
+    fd-based, symlink-safe one). A symlink in the parent chain is never followed: one
+    the command made is unlinked itself; one that was there before is left alone."""
+    rel = absent.rel
+    parts = rel.split("/")
+    held: list[int] = []
+    cur = root
+    try:
+        for i, comp in enumerate(parts[:-1]):
+            try:
+                st = os.stat(comp, dir_fd=cur, follow_symlinks=False)
+            except OSError:
+                return ""  # missing (or a parent is a file): nothing was created
+            sub = "/".join(parts[:i + 1])
+            if stat.S_ISLNK(st.st_mode):
+                if absent.link == (sub, st.st_dev, st.st_ino):
+                    return _behind_link(jail, rel, sub)
+                os.unlink(comp, dir_fd=cur)
+                return (f'\nharness: the command created the symbolic link "{sub}" in the path '
+                        f'of protected path "{rel}"; the link was removed (not followed)')
+            if not stat.S_ISDIR(st.st_mode):
+                return ""
+            fd = os.open(comp, _NOFOLLOW_DIR, dir_fd=cur)
+            held.append(fd)
+            cur = fd
+        try:
+            st = os.stat(parts[-1], dir_fd=cur, follow_symlinks=False)
+        except FileNotFoundError:
+            return ""
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(parts[-1], dir_fd=cur)
+        else:
+            os.unlink(parts[-1], dir_fd=cur)  # a symlink is unlinked, never followed
+    except OSError as exc:
+        return (f'\nharness: the command created protected path "{rel}" and it could '
+                f"not be removed: {exc}")
+    finally:
+        for fd in held:
+            os.close(fd)
+    return f'\nharness: the command created protected path "{rel}"; it was removed'
+
+
+def _behind_link(jail: Jail, rel: str, link: str) -> str:
+    """A note if ``rel`` now exists behind a symlink that was already there, or ''."""
+    try:
+        fd, _ = jail.open(rel, PROBE_FLAGS, check=False)  # confined beneath the workspace
+    except (OSError, BuiltinError):
+        return ""  # missing, or leads out of the workspace: nothing there for harness
+    os.close(fd)
+    return (f'\nharness: protected path "{rel}" now exists behind the symbolic link "{link}" '
+            "(which existed before); it was not removed (harness never follows links to "
+            "delete), check it")
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {"exec.run": run}
