@@ -3,9 +3,14 @@
 Formats:
 
 - ``openai``: Chat Completions ``{"type": "function", "function": {name, description,
-  parameters}}``; the parameters are the tool's JSON Schema unchanged.
+  parameters}}``; the parameters are the tool's JSON Schema, ``items: {}`` added to
+  arrays without ``items`` (:func:`openai_parameters`).
 - ``openai-strict``: the same with ``"strict": true`` and the schema rewritten into the
   subset OpenAI's strict mode (Structured Outputs) accepts, see :func:`strict_schema`.
+  A tool whose schema that subset cannot express faithfully (free-form objects, maps,
+  untyped arrays, tuples; :func:`strict_incompatibilities`) goes out with
+  ``"strict": false`` and its ``openai`` parameters. :func:`strip_strict_nulls` undoes
+  the nulls a strict-mode model sends for left-out optional arguments.
 - ``anthropic``: Messages API ``{name, description, input_schema}``.
 - ``mcp``: MCP ``Tool`` ``{name, title?, description, inputSchema, outputSchema?,
   annotations?}``.
@@ -103,16 +108,23 @@ def definition(tool: ToolSpec, format: str) -> dict[str, Any]:
     if format == "openai":
         return {
             "type": "function",
-            "function": {"name": name, "description": tool.description, "parameters": params},
+            "function": {
+                "name": name,
+                "description": tool.description,
+                "parameters": openai_parameters(params),
+            },
         }
     if format == "openai-strict":
+        # A schema strict mode cannot express (see strict_incompatibilities) goes out
+        # unchanged with "strict": false rather than rewritten into a different meaning.
+        strict = not strict_incompatibilities(params)
         return {
             "type": "function",
             "function": {
                 "name": name,
                 "description": tool.description,
-                "parameters": strict_schema(params),
-                "strict": True,
+                "parameters": strict_schema(params) if strict else openai_parameters(params),
+                "strict": strict,
             },
         }
     if format == "anthropic":
@@ -173,92 +185,233 @@ def mcp_output_is_wrapped(returns: Mapping[str, Any] | None) -> bool:
 
 # --------------------------------------------------------------------------- strict
 
-
-def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Rewrite a parameters schema into the subset OpenAI strict mode accepts.
-
-    Every object schema, nested too, gets ``additionalProperties: false`` and lists all
-    its properties in ``required`` (in property order); properties that were optional
-    become nullable (``"type": [T, "null"]``, ``null`` added to an ``enum``, or
-    ``anyOf`` with ``{"type": "null"}`` when there is no plain ``type``). Keywords
-    strict mode rejects are dropped (``oneOf`` becomes ``anyOf``); scalar ones such
-    as ``default`` or ``maxLength`` are kept as a note in the description.
-    """
-    root = _strict(plain(schema))
-    root["type"] = "object"
-    root.setdefault("properties", {})
-    root.setdefault("required", [])
-    root["additionalProperties"] = False
-    return root
+# Types strict mode knows; ``type`` values must come from here.
+_TYPE_ORDER = ("string", "number", "integer", "boolean", "object", "array", "null")
+STRICT_TYPES = frozenset(_TYPE_ORDER)
+_ANNOTATIONS = ("title", "description")
 
 
-def _is_object(node: Mapping[str, Any]) -> bool:
-    t = node.get("type")
-    return (
-        t == "object"
-        or (isinstance(t, list) and "object" in t)
-        or (t is None and "properties" in node)
-    )
+class _Converter:
+    """One strict rewrite: the result and, in ``reasons``, what it could not express."""
 
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
 
-def _strict(node: Any) -> Any:
-    if not isinstance(node, dict):
-        return node  # boolean schemas: nothing to rewrite
-    out: dict[str, Any] = {}
-    notes: list[str] = []
-    source = dict(node)
-    if "oneOf" in source and "anyOf" not in source:
-        source["anyOf"] = source.pop("oneOf")
-    for key, value in source.items():
-        if key not in STRICT_KEYWORDS or (key == "format" and value not in STRICT_FORMATS):
-            if key in NOTED_KEYWORDS and not isinstance(value, dict | list):
-                notes.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
-            continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {k: _strict(v) for k, v in value.items()}
-        elif key == "items" and isinstance(value, dict):
-            out[key] = _strict(value)
-        elif key == "items":
-            continue  # tuple form (draft 4-7): not supported
-        elif key == "anyOf" and isinstance(value, list):
-            out[key] = [_strict(v) for v in value]
-        elif key in ("required", "additionalProperties"):
-            continue  # rebuilt below for objects
-        else:
-            out[key] = value
-    if _is_object(source):
-        props: dict[str, Any] = out.get("properties", {})
-        required = source.get("required")
+    def fail(self, path: str, why: str) -> None:
+        where = f'"{path}"' if path else "the parameters object"
+        self.reasons.append(f"{where}: {why}")
+
+    def root(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        src = plain(schema)
+        for key in ("anyOf", "oneOf", "$ref"):
+            if key in src:
+                self.fail("", f'"{key}" at the root; strict mode needs one plain object')
+                del src[key]
+        src["type"] = "object"
+        out = self.node(src, "")
+        out.setdefault("properties", {})
+        out.setdefault("required", [])
+        return cast(dict[str, Any], out)
+
+    def node(self, node: Any, path: str) -> dict[str, Any]:
+        if not isinstance(node, dict):
+            self.fail(path, f"boolean schema {json.dumps(node)}; strict mode needs a typed schema")
+            return {}
+        src = dict(node)
+        if "oneOf" in src:  # exclusive choice -> any choice: only widens
+            branches = src.pop("oneOf")
+            src.setdefault("anyOf", branches)
+        if "$ref" in src:
+            return self._ref(src)
+        if isinstance(src.get("anyOf"), list) and src["anyOf"]:
+            return self._any_of(src, path)
+        out, notes = self._keep(src)
+        if "type" not in out and (implied := _implied_type(src)) is not None:
+            out = {"type": implied, **out}
+        types = _types(out.get("type"))
+        if not types:
+            self.fail(path, 'no "type" (any value is allowed); strict mode needs a type')
+        elif not types <= STRICT_TYPES:
+            self.fail(path, f"unknown type {json.dumps(out['type'])}")
+        for key in ("enum", "const"):
+            values = out.get(key) if key == "enum" else [out.get(key)]
+            if isinstance(values, list) and any(isinstance(v, dict | list) for v in values):
+                self.fail(path, f'"{key}" with object or array values is not supported')
+        if "object" in types:
+            self._object(src, out, path)
+        if "array" in types:
+            self._array(src, out, path)
+        _add_notes(out, notes)
+        return out
+
+    def _keep(self, src: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        out: dict[str, Any] = {}
+        notes: list[str] = []
+        for key, value in src.items():
+            if key not in STRICT_KEYWORDS or (key == "format" and value not in STRICT_FORMATS):
+                if key in NOTED_KEYWORDS and not isinstance(value, dict | list):
+                    notes.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+            elif key in ("$defs", "definitions") and isinstance(value, dict):
+                out[key] = {k: self.node(v, f"{key}.{k}") for k, v in value.items()}
+            elif key not in ("properties", "required", "additionalProperties", "items", "anyOf"):
+                out[key] = value  # those five are rebuilt by _object / _array
+        return out, notes
+
+    def _ref(self, src: dict[str, Any]) -> dict[str, Any]:
+        # OpenAI accepts a bare ``$ref`` only; annotations move to an anyOf wrapper and
+        # constraints next to it are dropped (harness still validates them).
+        ref = {"$ref": src["$ref"]}
+        ann = {k: src[k] for k in _ANNOTATIONS if isinstance(src.get(k), str)}
+        defs, _ = self._keep({k: v for k, v in src.items() if k in ("$defs", "definitions")})
+        return {**defs, **ann, "anyOf": [ref]} if ann else {**defs, **ref}
+
+    def _any_of(self, src: dict[str, Any], path: str) -> dict[str, Any]:
+        # A ∧ (B1 ∨ B2) == (A ∧ B1) ∨ (A ∧ B2): keywords next to anyOf go into each branch,
+        # so every branch carries its own type (``{"type": "string", "anyOf": [{"const":
+        # "a"}]}`` -> ``{"anyOf": [{"type": "string", "const": "a"}]}``).
+        shared = {k: v for k, v in src.items() if k not in ("anyOf", *_ANNOTATIONS)}
+        out: dict[str, Any] = {k: src[k] for k in _ANNOTATIONS if isinstance(src.get(k), str)}
+        defs: dict[str, Any] = {k: shared.pop(k) for k in ("$defs", "definitions") if k in shared}
+        out.update(self._keep(defs)[0])
+        branches = []
+        for i, branch in enumerate(src["anyOf"]):
+            merged = _merge(shared, branch)
+            if merged is not None:
+                branches.append(self.node(merged, f"{path}.anyOf[{i}]".lstrip(".")))
+        if not branches:
+            self.fail(path, "no anyOf branch is compatible with the keywords next to it")
+        out["anyOf"] = branches
+        return out
+
+    def _object(self, src: dict[str, Any], out: dict[str, Any], path: str) -> None:
+        props = src.get("properties")
+        extra = src.get("additionalProperties")
+        if src.get("patternProperties"):
+            self.fail(
+                path,
+                '"patternProperties" allows extra keys (a map); strict mode '
+                "only allows objects with fixed properties",
+            )
+        if extra is not None and extra is not False:
+            self.fail(
+                path,
+                '"additionalProperties" allows extra keys (a map); strict mode '
+                "only allows objects with fixed properties",
+            )
+        elif extra is None and not isinstance(props, dict):
+            self.fail(
+                path,
+                'object without "properties" accepts any keys; strict mode only '
+                "allows objects with fixed properties",
+            )
+        props = props if isinstance(props, dict) else {}
+        required = src.get("required")
         originally = set(required) if isinstance(required, list) else set()
-        out["properties"] = {k: v if k in originally else _nullable(v) for k, v in props.items()}
+        converted = {k: self.node(v, f"{path}.{k}".lstrip(".")) for k, v in props.items()}
+        out["properties"] = {
+            k: v if k in originally else _nullable(v) for k, v in converted.items()
+        }
         out["required"] = list(props)
         out["additionalProperties"] = False
+
+    def _array(self, src: dict[str, Any], out: dict[str, Any], path: str) -> None:
+        items = src.get("items")
+        if "prefixItems" in src or isinstance(items, list):
+            self.fail(path, "tuple array (prefixItems / items list); strict mode has no tuples")
+        elif "items" not in src:
+            self.fail(path, 'array without "items"; strict mode needs a typed item schema')
+        elif items is True or items == {}:
+            self.fail(path, "array items accept any value; strict mode needs a typed item schema")
+        else:
+            out["items"] = self.node(items, f"{path}[]")
+
+
+def _types(t: Any) -> set[str]:
+    if isinstance(t, str):
+        return {t}
+    return {x for x in t if isinstance(x, str)} if isinstance(t, list) else set()
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _implied_type(src: dict[str, Any]) -> str | list[str] | None:
+    """The ``type`` that ``enum``/``const``/``properties``/``items`` imply, if any."""
+    if "enum" in src and isinstance(src["enum"], list):
+        values = src["enum"]
+    elif "const" in src:
+        values = [src["const"]]
+    elif "properties" in src:
+        values = [{}]
+    elif "items" in src or "prefixItems" in src:
+        values = [[]]
+    else:
+        return None
+    found = {_json_type(v) for v in values}
+    if {"integer", "number"} <= found:
+        found.discard("integer")
+    types = [t for t in _TYPE_ORDER if t in found]
+    if not types:
+        return None
+    return types[0] if len(types) == 1 else types
+
+
+def _merge(shared: dict[str, Any], branch: Any) -> Any:
+    """``shared`` ∧ ``branch`` as one schema; None when their types cannot overlap."""
+    if not isinstance(branch, dict) or not shared:
+        return branch
+    merged = {**shared, **branch}
+    if isinstance(shared.get("required"), list) and isinstance(branch.get("required"), list):
+        merged["required"] = list(dict.fromkeys([*shared["required"], *branch["required"]]))
+    if isinstance(shared.get("properties"), dict) and isinstance(branch.get("properties"), dict):
+        merged["properties"] = {**shared["properties"], **branch["properties"]}
+    if "type" in shared and "type" in branch:
+        a, b = _types(shared["type"]), _types(branch["type"])
+        both = a & b
+        if ("number" in a and "integer" in b) or ("integer" in a and "number" in b):
+            both.add("integer")
+        if not both:
+            return None
+        ordered = [t for t in _TYPE_ORDER if t in both]
+        merged["type"] = ordered[0] if len(ordered) == 1 else ordered
+    return merged
+
+
+def _add_notes(out: dict[str, Any], notes: list[str]) -> None:
     if notes:
         desc = out.get("description")
         note = "(" + ", ".join(notes) + ")"
         out["description"] = f"{desc} {note}" if desc else note
-    return out
 
 
-def _nullable(node: Any) -> Any:
-    """``node`` that also accepts ``null`` (an optional property made required)."""
-    if not isinstance(node, dict):
-        return node  # True accepts null already
-    t = node.get("type")
-    if "const" not in node and isinstance(t, str | list):
-        types = [t] if isinstance(t, str) else list(t)
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    """A converted schema that also accepts ``null`` (an optional property made required)."""
+    if isinstance(node.get("anyOf"), list) and "type" not in node:
+        if any("null" in _types(b.get("type")) for b in node["anyOf"] if isinstance(b, dict)):
+            return node
+        return {**node, "anyOf": [*node["anyOf"], {"type": "null"}]}
+    if "type" in node and "const" not in node:
+        types = _types(node["type"])
         if "null" in types:
             return node
         out = dict(node)
-        out["type"] = [*types, "null"]
+        out["type"] = [*([node["type"]] if isinstance(node["type"], str) else node["type"]),
+                       "null"]  # fmt: skip
         if isinstance(out.get("enum"), list) and None not in out["enum"]:
             out["enum"] = [*out["enum"], None]
         return out
-    if "type" not in node and isinstance(node.get("anyOf"), list):
-        if any(isinstance(b, dict) and b.get("type") == "null" for b in node["anyOf"]):
-            return node
-        return {**node, "anyOf": [*node["anyOf"], {"type": "null"}]}
-    wrapped: dict[str, Any] = {}
+    wrapped: dict[str, Any] = {}  # $ref, const
     inner = dict(node)
     if "description" in inner:
         wrapped["description"] = inner.pop("description")
@@ -266,37 +419,194 @@ def _nullable(node: Any) -> Any:
     return wrapped
 
 
+def strict_incompatibilities(schema: Mapping[str, Any] | None) -> list[str]:
+    """Why ``schema`` cannot be sent faithfully in OpenAI strict mode; ``[]`` when it can.
+
+    Each entry names the place (a parameter path such as ``"opts.tags[]"``) and the
+    construct: a free-form object or map (no ``properties``, ``additionalProperties``
+    other than ``false``, ``patternProperties``), an array without a typed ``items``,
+    a tuple (``prefixItems``), a schema with no ``type`` to infer (any value), a
+    boolean schema, ``enum``/``const`` of objects or arrays. :func:`definition` exports
+    such a tool with ``"strict": false``.
+    """
+    conv = _Converter()
+    conv.root(schema or {"type": "object", "properties": {}})
+    return conv.reasons
+
+
+def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Rewrite a parameters schema into the subset OpenAI strict mode accepts.
+
+    Every object schema, nested too, gets ``additionalProperties: false`` and lists all
+    its properties in ``required`` (in property order); properties that were optional
+    become nullable (``"type": [T, "null"]``, ``null`` added to an ``enum``, or ``anyOf``
+    with ``{"type": "null"}`` when there is no plain ``type``). A missing ``type`` is
+    inferred from ``enum``/``const``/``properties``/``items``; keywords next to
+    ``anyOf`` move into each branch; ``oneOf`` becomes ``anyOf``. Keywords strict mode
+    rejects are dropped; scalar ones such as ``default`` or ``maxLength`` are kept as a
+    note in the description.
+
+    Raises ``ValueError`` when :func:`strict_incompatibilities` is not empty.
+    """
+    conv = _Converter()
+    out = conv.root(schema)
+    if conv.reasons:
+        raise ValueError("not expressible in strict mode: " + "; ".join(conv.reasons))
+    return out
+
+
+def openai_parameters(schema: Any) -> Any:
+    """``schema`` for OpenAI without strict mode: unchanged, except that an array schema
+    without ``items`` gets ``"items": {}`` (same meaning; OpenAI rejects the schema with
+    "array schema missing items" otherwise)."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: openai_parameters(v) for k, v in value.items()}
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [openai_parameters(v) for v in value]
+        elif key in _SUBSCHEMA_ONE:
+            out[key] = openai_parameters(value)
+        else:
+            out[key] = value
+    if "array" in _types(schema.get("type")) and "items" not in schema:
+        out["items"] = {}
+    return out
+
+
+_SUBSCHEMA_ONE = frozenset((
+    "items", "additionalProperties", "not", "if", "then", "else", "contains",
+    "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema",
+))  # fmt: skip
+_SUBSCHEMA_MAPS = frozenset(
+    ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+)
+_SUBSCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems", "items"))
+
+
 def strip_strict_nulls(schema: Mapping[str, Any], arguments: Any) -> Any:
     """Undo the strict rewrite on a model's arguments before validating them.
 
     A model calling an ``openai-strict`` tool sends ``null`` for every optional argument
-    it leaves out. This drops such keys (recursively through nested objects) when the
-    original ``schema`` does not make the property required and does not itself accept
-    ``null``, so the arguments validate against the tool's real schema.
+    it leaves out. This drops such keys when the tool's real ``schema`` does not make
+    the property required and does not itself accept ``null`` (checked with a real
+    validator, so ``enum``/``anyOf``/``$ref`` count), recursively through nested
+    objects, array items, ``anyOf``/``oneOf`` branches and local ``$ref`` s. Anything
+    else is returned unchanged (a copy; ``arguments`` is not modified).
     """
-    if not isinstance(arguments, dict) or not isinstance(schema, Mapping):
+    if not isinstance(schema, Mapping):
         return arguments
-    props = schema.get("properties")
-    if not isinstance(props, Mapping):
-        return arguments
-    required = schema.get("required")
-    req = set(required) if isinstance(required, list | tuple) else set()
-    out: dict[str, Any] = {}
-    for key, value in arguments.items():
-        sub = props.get(key)
-        if value is None and key not in req and isinstance(sub, Mapping):
-            if not _accepts_null(sub):
-                continue
-        out[key] = strip_strict_nulls(sub, value) if isinstance(sub, Mapping) else value
-    return out
+    root = plain(schema)
+    return _Stripper(root).strip(root, arguments)
 
 
-def _accepts_null(schema: Mapping[str, Any]) -> bool:
-    t = schema.get("type")
-    if t == "null" or (isinstance(t, list | tuple) and "null" in t):
-        return True
-    enum = schema.get("enum")
-    return isinstance(enum, list | tuple) and None in enum
+class _Stripper:
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+        self._validator: Any = None
+
+    def resolve(self, node: Any) -> Any:
+        """``node`` with local ``$ref`` s (``#``, ``#/$defs/x``) followed."""
+        for _ in range(32):
+            ref = node.get("$ref") if isinstance(node, dict) else None
+            if not isinstance(ref, str) or not ref.startswith("#"):
+                return node
+            target: Any = self.root
+            for part in [p for p in ref[1:].split("/") if p]:
+                part = part.replace("~1", "/").replace("~0", "~")
+                if isinstance(target, dict) and part in target:
+                    target = target[part]
+                elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                    target = target[int(part)]
+                else:
+                    return node
+            node = target
+        return node
+
+    def accepts_null(self, node: Any) -> bool:
+        import jsonschema
+
+        try:
+            if self._validator is None:
+                self._validator = jsonschema.Draft202012Validator(self.root)
+            return bool(self._validator.evolve(schema=node).is_valid(None))
+        except Exception:  # unresolvable $ref and the like: the real validation reports it
+            return False
+
+    def strip(self, node: Any, value: Any) -> Any:
+        node = self.resolve(node)
+        if not isinstance(node, dict):
+            return value
+        if isinstance(value, list):
+            items = self._items(node)
+            return value if items is None else [self.strip(items, v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        props, required = self._object(node, value)
+        if props is None:
+            return dict(value)
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            sub = props.get(key)
+            if item is None and sub is not None and key not in required:
+                if not self.accepts_null(sub):
+                    continue
+            out[key] = item if sub is None else self.strip(sub, item)
+        return out
+
+    def _branches(self, node: dict[str, Any], *keys: str) -> list[dict[str, Any]]:
+        """``node``'s ``keys`` subschemas, resolved, nested anyOf/oneOf flattened."""
+        found: list[dict[str, Any]] = []
+        todo = [node]
+        while todo and len(found) < 256:
+            for key in keys:
+                values = todo[0].get(key)
+                for branch in map(self.resolve, values if isinstance(values, list) else []):
+                    if isinstance(branch, dict):
+                        found.append(branch)
+                        if keys != ("allOf",):
+                            todo.append(branch)
+            todo.pop(0)
+        return found
+
+    def _object(
+        self, node: dict[str, Any], value: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, set[str]]:
+        """Properties and required names that apply to ``value`` (allOf merged; the
+        anyOf/oneOf branch whose properties match its keys)."""
+        props: dict[str, Any] = {}
+        required: set[str] = set()
+        found = False
+        for part in [node, *self._branches(node, "allOf")]:
+            if isinstance(part.get("properties"), dict):
+                props.update(part["properties"])
+                found = True
+            if isinstance(part.get("required"), list):
+                required |= {r for r in part["required"] if isinstance(r, str)}
+        choices = [b for b in self._branches(node, "anyOf", "oneOf")
+                   if isinstance(b.get("properties"), dict)]  # fmt: skip
+        keys = set(value)
+        pick = next((b for b in choices if set(props) | set(b["properties"]) == keys), None)
+        pick = pick or next((b for b in choices if keys <= set(props) | set(b["properties"])), None)
+        if pick is not None:
+            props = {**props, **pick["properties"]}
+            if isinstance(pick.get("required"), list):
+                required |= {r for r in pick["required"] if isinstance(r, str)}
+            found = True
+        return (props if found else None), required
+
+    def _items(self, node: dict[str, Any]) -> Any:
+        """The item schema for an array value (all candidates as one anyOf)."""
+        found = [
+            part["items"]
+            for part in [node, *self._branches(node, "anyOf", "oneOf")]
+            if isinstance(part.get("items"), dict)
+        ]
+        if len(found) > 1:
+            return {"anyOf": found}
+        return found[0] if found else None
 
 
 # --------------------------------------------------------------------------- helpers

@@ -1,7 +1,8 @@
 """``harness list``: tools with one-line descriptions, hooks with event and priority.
 
 Every tool is listed, deferred and disabled ones marked. Exit 0; a project that does
-not load prints its errors on stderr and exits 2.
+not load prints its errors on stderr and exits 2 (SPEC §10 lists only 0; nothing can
+be listed, so it is a load error like ``harness call``'s; decision in docs/cli.md).
 """
 
 from __future__ import annotations

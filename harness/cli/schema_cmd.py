@@ -3,7 +3,11 @@
 Without TOOL: a JSON list of every exported tool (enabled, not deferred). With TOOL
 (the harness name, or the provider name such as ``git_status`` for ``git.status``):
 that one definition as a JSON object, deferred tools included. Exit 0, 1 for an
-unknown or disabled tool, 2 when the project does not load.
+unknown or disabled tool, 2 when the project does not load (SPEC §10 lists 0/1; a
+project that cannot load is a load error, exit 2 as for ``harness call``; docs/cli.md).
+
+With ``--format openai-strict``, a tool whose schema strict mode cannot express is
+printed with ``"strict": false`` and a ``note:`` line on stderr says why.
 """
 
 from __future__ import annotations
@@ -12,7 +16,14 @@ from pathlib import Path
 
 import click
 
-from harness.artifacts.export import FORMATS, definition, definitions, provider_name
+from harness.artifacts.export import (
+    FORMATS,
+    definition,
+    definitions,
+    exported,
+    provider_name,
+    strict_incompatibilities,
+)
 from harness.artifacts.model import Project, ToolSpec
 from harness.cli import render
 from harness.cli.common import (
@@ -59,5 +70,22 @@ def command(tool: str | None, root: Path | None, fmt: str) -> None:
     tools = [project.tools[n] for n in sorted(project.tools)]
     if tool is None:
         click.echo(render.dumps(definitions(tools, fmt)))
+        shown = exported(tools)
     else:
-        click.echo(render.dumps(definition(find_tool(project, tool, fmt), fmt)))
+        one = find_tool(project, tool, fmt)
+        click.echo(render.dumps(definition(one, fmt)))
+        shown = [one]
+    if fmt == "openai-strict":
+        for t in shown:
+            echo_strict_fallback(t)
+
+
+def echo_strict_fallback(tool: ToolSpec) -> None:
+    """On stderr, why ``tool`` goes out with ``"strict": false`` (nothing if it does not)."""
+    reasons = strict_incompatibilities(tool.input_schema)
+    if reasons:
+        click.echo(
+            f'note: tool "{tool.name}" is exported with "strict": false '
+            f"(not expressible in strict mode): {'; '.join(reasons)}",
+            err=True,
+        )

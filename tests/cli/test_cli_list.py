@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from harness.cli.main import cli
@@ -87,3 +91,43 @@ def test_list_bad_format_is_usage_error(runner: CliRunner, project_copy) -> None
     r = runner.invoke(cli, ["list", "--root", "valid", "--format", "github"])
     assert r.exit_code == 2
     assert "Invalid value for '--format'" in r.stderr
+
+
+# SPEC §10 lists `list` as exit 0 and `schema` as 0/1. A project that does not load is
+# decided to be exit 2 for both (the usage/load-error class, as for `harness call`):
+# nothing can be listed, and a script must not mistake it for "unknown tool" (1).
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list"],
+        ["list", "--format", "json"],
+        ["schema"],
+        ["schema", "--format", "mcp"],
+        ["schema", "typo"],  # a tool that exists in the broken project: still 2, not 0/1
+        ["schema", "no_such_tool"],  # unknown tool: still 2, the load error comes first
+    ],
+)
+def test_project_that_does_not_load_exits_2(runner: CliRunner, project_copy, args) -> None:
+    project_copy("broken")
+    r = runner.invoke(cli, [*args, "--root", "broken"])
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert "broken/.harness/tools/nodelim.md:1:1: error: " in r.stderr
+
+
+@pytest.mark.parametrize("args", [["list"], ["schema"]])
+def test_warnings_only_do_not_change_the_exit_code(runner: CliRunner, project_copy, args) -> None:
+    project_copy("warn")
+    r = runner.invoke(cli, [*args, "--root", "warn"])
+    assert (r.exit_code, r.stderr) == (0, "")
+
+
+def test_exit_codes_of_the_real_command(project_copy) -> None:
+    root = project_copy("broken")
+    harness = Path(sys.executable).with_name("harness")
+    for args in (["list"], ["schema"]):
+        p = subprocess.run([str(harness), *args, "--root", str(root)], capture_output=True,
+                           text=True, check=False)  # fmt: skip
+        assert (p.returncode, p.stdout) == (2, ""), p.stderr
+        assert ": error: " in p.stderr

@@ -15,7 +15,9 @@ from harness.artifacts.export import (
     definition,
     definitions,
     mcp_output_schema,
+    openai_parameters,
     provider_name,
+    strict_incompatibilities,
     strict_schema,
     strip_strict_nulls,
 )
@@ -49,7 +51,7 @@ def tool(name: str = "read_file", params: dict | None = None, **kw: Any) -> Tool
         name=name,
         description=kw.pop("description", f"Do {name}."),
         parameters=tuple(
-            Parameter(name=k, type=v["type"], required=bool(v.get("required")))
+            Parameter(name=k, type=str(v.get("type", "")), required=bool(v.get("required")))
             for k, v in params.items()
         ),
         input_schema=MappingProxyType(schema),
@@ -247,13 +249,12 @@ def test_strict_rewrites_nested_objects_and_drops_unsupported_keywords() -> None
                     "type": "object",
                     "properties": {"field": {"type": "string"}, "value": {"type": "number"}},
                     "required": ["field"],
-                    "patternProperties": {"^x": {"type": "string"}},
+                    "minProperties": 1,
                 },
             },
-            "meta": {"type": "object"},
             "opts": {
                 "type": "object",
-                "additionalProperties": {"type": "string"},
+                "additionalProperties": False,
                 "properties": {"deep": {"type": "boolean"}},
                 "required": True,
             },
@@ -288,14 +289,9 @@ def test_strict_rewrites_nested_objects_and_drops_unsupported_keywords() -> None
                     },
                     "required": ["field", "value"],
                     "additionalProperties": False,
+                    "description": "(minProperties: 1)",
                 },
                 "description": "(uniqueItems: true)",
-            },
-            "meta": {
-                "type": ["object", "null"],
-                "properties": {},
-                "required": [],
-                "additionalProperties": False,
             },
             "opts": {
                 "type": "object",
@@ -303,7 +299,13 @@ def test_strict_rewrites_nested_objects_and_drops_unsupported_keywords() -> None
                 "required": ["deep"],
                 "additionalProperties": False,
             },
-            "either": {"type": ["string", "null"], "anyOf": [{"const": "a"}, {"const": "b"}]},
+            "either": {
+                "anyOf": [
+                    {"type": "string", "const": "a"},
+                    {"type": "string", "const": "b"},
+                    {"type": "null"},
+                ]
+            },
             "pinned": {"anyOf": [{"type": "string", "const": "x"}, {"type": "null"}]},
         },
         "required": [
@@ -312,7 +314,6 @@ def test_strict_rewrites_nested_objects_and_drops_unsupported_keywords() -> None
             "when",
             "color",
             "filters",
-            "meta",
             "opts",
             "either",
             "pinned",
@@ -368,3 +369,276 @@ def test_strip_strict_nulls_restores_valid_arguments() -> None:
     jsonschema.Draft202012Validator(original).validate(fixed)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(original).validate(args)
+
+
+# ------------------------------------------------------------- strict: review cases
+
+
+def strict_fn(params: dict) -> dict[str, Any]:
+    return definition(tool("t", params=params), "openai-strict")["function"]
+
+
+@pytest.mark.parametrize(
+    ("param", "reason"),
+    [
+        ({"type": "array"}, '"x": array without "items"'),
+        ({"type": "array", "items": {}}, '"x": array items accept any value'),
+        ({"type": "array", "items": True}, '"x": array items accept any value'),
+        ({"type": "array", "prefixItems": [{"type": "string"}]}, '"x": tuple array'),
+        ({"type": "array", "items": [{"type": "string"}]}, '"x": tuple array'),
+        ({"type": "object"}, '"x": object without "properties" accepts any keys'),
+        (
+            {"type": "object", "additionalProperties": {"type": "string"}},
+            '"x": "additionalProperties" allows extra keys (a map)',
+        ),
+        (
+            {"type": "object", "properties": {}, "additionalProperties": True},
+            '"x": "additionalProperties" allows extra keys',
+        ),
+        (
+            {"type": "object", "properties": {}, "patternProperties": {"^a": {}}},
+            '"x": "patternProperties" allows extra keys',
+        ),
+        ({"description": "anything"}, '"x": no "type" (any value is allowed)'),
+        (
+            {"type": "array", "items": {"type": "object", "properties": {"m": {"type": "object"}}}},
+            '"x[].m": object without "properties"',
+        ),
+        ({"enum": [{"a": 1}, "b"]}, '"x": "enum" with object or array values'),
+        ({"anyOf": [{"type": "string"}, True]}, '"x.anyOf[1]": boolean schema true'),
+    ],
+)
+def test_inexpressible_schema_exports_that_tool_non_strict(param: dict, reason: str) -> None:
+    params = {"x": {**param, "required": True}, "y": {"type": "string"}}
+    spec = tool("t", params=params)
+    reasons = strict_incompatibilities(spec.input_schema)
+    assert reasons and reasons[0].startswith(reason), reasons
+    fn = definition(spec, "openai-strict")["function"]
+    assert fn["strict"] is False
+    # the real schema, not a rewrite that means something else
+    assert fn["parameters"] == openai_parameters(schema_of(params))
+    with pytest.raises(ValueError, match="not expressible in strict mode"):
+        strict_schema(spec.input_schema)
+
+
+def test_only_the_inexpressible_tool_loses_strict() -> None:
+    ok = tool("ok")
+    bad = tool("bad", params={"tags": {"type": "object", "additionalProperties": True}})
+    out = definitions([ok, bad], "openai-strict")
+    assert [d["function"]["strict"] for d in out] == [True, False]
+
+
+def test_non_strict_fallback_adds_items_to_arrays_without_them() -> None:
+    fn = strict_fn({"x": {"type": "array"}, "enum": {"type": ["array", "null"]}})
+    assert fn["parameters"]["properties"] == {
+        "x": {"type": "array", "items": {}},
+        "enum": {"type": ["array", "null"], "items": {}},
+    }
+
+
+def test_openai_format_adds_items_only_where_missing() -> None:
+    params = {
+        "a": {"type": "array"},
+        "t": {"type": "array", "prefixItems": [{"type": "array"}]},
+        "k": {"type": "array", "items": {"type": "string"}},
+        "m": {"type": "object", "additionalProperties": {"type": "array"}},
+        "enum": {"type": "string", "enum": ["array"], "default": "array"},
+    }
+    params_out = definition(tool("t", params=params), "openai")["function"]["parameters"]
+    assert params_out["properties"] == {
+        "a": {"type": "array", "items": {}},
+        "t": {"type": "array", "prefixItems": [{"type": "array", "items": {}}], "items": {}},
+        "k": {"type": "array", "items": {"type": "string"}},
+        "m": {"type": "object", "additionalProperties": {"type": "array", "items": {}}},
+        "enum": {"type": "string", "enum": ["array"], "default": "array"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("param", "required_form", "optional_form"),
+    [
+        (
+            {"enum": ["a", "b"]},
+            {"type": "string", "enum": ["a", "b"]},
+            {"type": ["string", "null"], "enum": ["a", "b", None]},
+        ),
+        (
+            {"enum": [1, 2.5]},
+            {"type": "number", "enum": [1, 2.5]},
+            {"type": ["number", "null"], "enum": [1, 2.5, None]},
+        ),
+        (
+            {"enum": ["a", 1, None]},
+            {"type": ["string", "integer", "null"], "enum": ["a", 1, None]},
+            {"type": ["string", "integer", "null"], "enum": ["a", 1, None]},
+        ),
+        (
+            {"const": True},
+            {"type": "boolean", "const": True},
+            {"anyOf": [{"type": "boolean", "const": True}, {"type": "null"}]},
+        ),
+        (
+            {"properties": {"q": {"type": "string"}}},
+            {
+                "type": "object",
+                "properties": {"q": {"type": ["string", "null"]}},
+                "required": ["q"],
+                "additionalProperties": False,
+            },
+            {
+                "type": ["object", "null"],
+                "properties": {"q": {"type": ["string", "null"]}},
+                "required": ["q"],
+                "additionalProperties": False,
+            },
+        ),
+    ],
+)
+def test_type_is_inferred_from_enum_const_and_properties(
+    param: dict, required_form: dict, optional_form: dict
+) -> None:
+    props = strict_fn({"r": {**param, "required": True}, "o": param})["parameters"]["properties"]
+    assert props == {"r": required_form, "o": optional_form}
+
+
+def test_optional_one_of_with_a_type_accepts_null_and_keeps_its_choices() -> None:
+    param = {"type": "string", "oneOf": [{"const": "a"}, {"const": "b", "description": "B"}]}
+    fn = strict_fn({"x": param})
+    assert fn["strict"] is True
+    assert fn["parameters"]["properties"]["x"] == {
+        "anyOf": [
+            {"type": "string", "const": "a"},
+            {"type": "string", "const": "b", "description": "B"},
+            {"type": "null"},
+        ]
+    }
+    v = jsonschema.Draft202012Validator(fn["parameters"])
+    assert v.is_valid({"x": None}) and v.is_valid({"x": "b"})
+    assert not v.is_valid({"x": "c"}) and not v.is_valid({"x": 1})
+
+
+def test_keywords_next_to_any_of_go_into_each_branch() -> None:
+    param = {
+        "type": "object",
+        "description": "Pick one",
+        "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+        "anyOf": [{"required": ["a"]}, {"required": ["b"]}, {"type": "string"}],
+    }
+    x = strict_fn({"x": {**param, "required": True}})["parameters"]["properties"]["x"]
+    obj = {"type": "object", "additionalProperties": False, "required": ["a", "b"]}
+    assert x == {
+        "description": "Pick one",
+        "anyOf": [  # the string branch cannot overlap "type": "object": dropped
+            {**obj, "properties": {"a": {"type": "string"}, "b": {"type": ["integer", "null"]}}},
+            {**obj, "properties": {"a": {"type": ["string", "null"]}, "b": {"type": "integer"}}},
+        ],
+    }
+
+
+def test_ref_with_siblings_becomes_a_wrapped_bare_ref() -> None:
+    s = strict_schema(
+        {
+            "type": "object",
+            "properties": {"p": {"$ref": "#/$defs/p", "description": "A point", "minimum": 1}},
+            "required": ["p"],
+            "$defs": {"p": {"type": "object", "properties": {"x": {"type": "number"}}}},
+        }
+    )
+    assert s["properties"]["p"] == {"description": "A point", "anyOf": [{"$ref": "#/$defs/p"}]}
+
+
+def test_root_any_of_is_inexpressible() -> None:
+    schema = {"type": "object", "properties": {}, "anyOf": [{"required": []}]}
+    assert strict_incompatibilities(schema) == [
+        'the parameters object: "anyOf" at the root; strict mode needs one plain object'
+    ]
+
+
+def test_no_parameters_are_expressible() -> None:
+    assert strict_incompatibilities(None) == strict_incompatibilities({}) == []
+    assert strict_incompatibilities(MappingProxyType(READ_SCHEMA)) == []
+
+
+# ------------------------------------------------------------- strip_strict_nulls
+
+
+NESTED = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "mode": {"enum": ["a", "b"]},
+        "maybe": {"enum": ["a", None]},
+        "either": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "rows": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"k": {"type": "string"}, "v": {"type": "integer"}},
+                "required": ["k"],
+            },
+        },
+        "at": {"$ref": "#/$defs/point"},
+        "shape": {
+            "anyOf": [
+                {"type": "object", "properties": {"r": {"type": "number"}}},
+                {
+                    "type": "object",
+                    "properties": {"w": {"type": "number"}, "h": {"type": "number"}},
+                    "required": ["w"],
+                },
+            ]
+        },
+    },
+    "required": ["path"],
+    "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}}}},
+}
+
+
+def test_strip_strict_nulls_recurses_through_items_refs_and_branches() -> None:
+    args = {
+        "path": None,  # required: kept, so validation reports it
+        "mode": None,
+        "maybe": None,  # the real schema accepts null: kept
+        "either": None,
+        "rows": [{"k": "a", "v": None}, {"k": "b", "v": 2}],
+        "at": {"x": None},
+        "shape": {"w": 1, "h": None},
+    }
+    before = json.dumps(args)
+    assert strip_strict_nulls(MappingProxyType(NESTED), args) == {
+        "path": None,
+        "maybe": None,
+        "either": None,
+        "rows": [{"k": "a"}, {"k": "b", "v": 2}],
+        "at": {},
+        "shape": {"w": 1},
+    }
+    assert json.dumps(args) == before  # not modified in place
+
+
+def test_strip_strict_nulls_round_trips_a_strict_call() -> None:
+    strict = strict_schema(NESTED)
+    call = {
+        "path": "p",
+        "mode": None,
+        "maybe": None,
+        "either": None,
+        "rows": [{"k": "a", "v": None}],
+        "at": {"x": None},
+        "shape": {"r": None},
+    }
+    jsonschema.Draft202012Validator(strict).validate(call)
+    fixed = strip_strict_nulls(NESTED, call)
+    jsonschema.Draft202012Validator(NESTED).validate(fixed)
+    assert fixed == {"path": "p", "maybe": None, "either": None, "rows": [{"k": "a"}],
+                     "at": {}, "shape": {}}  # fmt: skip
+
+
+@pytest.mark.parametrize("args", [None, "text", 3, ["a", None], {}])
+def test_strip_strict_nulls_leaves_other_values_alone(args: Any) -> None:
+    assert strip_strict_nulls(NESTED, args) == args
+
+
+def test_strip_strict_nulls_with_an_unresolvable_ref_drops_the_null() -> None:
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}
+    assert strip_strict_nulls(schema, {"a": None, "b": None}) == {"b": None}
