@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.artifacts.model import Problem
+from harness.artifacts.params import a_type
 
 ALWAYS_PROTECTED = (".harness", "harness.md", ".git")
 DEFAULT_ENV = ("PATH", "HOME", "LANG", "TERM")
@@ -110,6 +111,8 @@ _CHOICES = {
     ("exec", "sandbox"): ("auto", "required", "off"),
     ("model", "provider"): ("openai", "anthropic"),
 }
+# Integer fields for which 0 is meaningful (no cap); every other integer must be > 0.
+_ZERO_OK = ("max_timeout_ms",)
 # Keys of harness.md frontmatter that are not config sections.
 OTHER_KEYS = ("tools", "hooks", "workspace")
 KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
@@ -120,27 +123,59 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
     where = f"{section}.{name}"
     if isinstance(default, bool):
         if not isinstance(value, bool):
-            return default, f"config {where} must be a boolean, got {type(value).__name__}"
+            return default, f"config {where} must be a boolean (true or false), got {a_type(value)}"
         return value, None
     if isinstance(default, int):
         if isinstance(value, bool) or not isinstance(value, int):
-            return default, f"config {where} must be an integer, got {type(value).__name__}"
-        if value < 0 or (value == 0 and name not in ("max_timeout_ms",)):
+            return default, f"config {where} must be an integer, got {a_type(value)}"
+        if value < 0 or (value == 0 and name not in _ZERO_OK):
             return default, f"config {where} must be > 0, got {value}"
         return value, None
     if isinstance(default, tuple):
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            return default, f"config {where} must be a list of strings"
+        if not isinstance(value, list):
+            return default, f"config {where} must be a list of strings, got {a_type(value)}"
+        bad = [v for v in value if not isinstance(v, str)]
+        if bad:
+            return default, (f"config {where} must be a list of strings, got {a_type(bad[0])} "
+                             f"({bad[0]!r}) in it; quote it")
         return tuple(value), None
     # str or None
     if value is None and default is None:
         return None, None
-    if not isinstance(value, str):
-        return default, f"config {where} must be a string, got {type(value).__name__}"
     choices = _CHOICES.get((section, name))
+    if choices and not isinstance(value, str):
+        return default, f"config {where} must be one of {', '.join(choices)}; got {a_type(value)}"
+    if not isinstance(value, str):
+        return default, f"config {where} must be a string, got {a_type(value)}"
     if choices and value not in choices:
         return default, f"config {where} must be one of {', '.join(choices)}; got {value!r}"
     return value, None
+
+
+def _field_schema(section: str, name: str, default: Any) -> dict[str, Any]:
+    """The JSON Schema of one section field: the rules :func:`_coerce` applies."""
+    if isinstance(default, bool):
+        return {"type": "boolean", "default": default}
+    if isinstance(default, int):
+        return {"type": "integer", "minimum": 0 if name in _ZERO_OK else 1, "default": default}
+    if isinstance(default, tuple):
+        return {"type": "array", "items": {"type": "string"}, "default": list(default)}
+    if default is None:
+        return {"type": ["string", "null"]}
+    choices = _CHOICES.get((section, name))
+    if choices:
+        return {"enum": list(choices), "default": default}
+    return {"type": "string", "default": default}
+
+
+def section_schemas() -> dict[str, Any]:
+    """JSON Schemas of the config sections of harness.md (for harness/schemas/)."""
+    out: dict[str, Any] = {}
+    for key, cls in _SECTIONS.items():
+        section = cls()
+        out[key] = {"type": ["object", "null"], "additionalProperties": False, "properties": {
+            f.name: _field_schema(key, f.name, getattr(section, f.name)) for f in fields(cls)}}
+    return out
 
 
 def parse_config(
@@ -170,7 +205,7 @@ def parse_config(
             continue
         raw = data[key]
         if not isinstance(raw, Mapping):
-            err(key, f"config {key} must be a mapping, got {type(raw).__name__}")
+            err(key, f"config {key} must be a mapping, got {a_type(raw)}")
             continue
         section = cls()
         known = {f.name for f in fields(cls)}
@@ -199,11 +234,17 @@ def parse_config(
     if "workspace" in data and data["workspace"] is not None:
         ws = data["workspace"]
         if not isinstance(ws, str):
-            err("workspace", f"config workspace must be a string, got {type(ws).__name__}")
+            err("workspace", f"config workspace must be a string, got {a_type(ws)}")
         else:
             candidate = (root / ws).resolve()
             if candidate != root and root not in candidate.parents:
                 err("workspace", f'config workspace "{ws}" is outside the project root {root}')
+            elif not candidate.exists():
+                err("workspace", f'config workspace "{ws}" does not exist (looked for '
+                    f"{candidate}); create the directory or fix the path")
+            elif not candidate.is_dir():
+                err("workspace", f'config workspace "{ws}" is not a directory; name the '
+                    "directory the tools may work in")
             else:
                 workspace = candidate
     return Config(root=root, workspace=workspace, **values), problems

@@ -15,18 +15,71 @@ from typing import Any
 
 from harness.artifacts.frontmatter import KeyLines
 from harness.artifacts.model import TOOL_EVENTS, HookSpec, Problem, ToolSpec
-from harness.artifacts.params import schema_errors, suggest, type_name
+from harness.artifacts.params import (
+    METASCHEMA_URI,
+    a_type,
+    compile_error,
+    compile_errors,
+    parameter_schema,
+    schema_errors,
+    suggest,
+)
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
-TOOL_KEYS = ("parameters", "script", "timeout_ms", "async", "returns", "annotations", "loading",
-             "enabled")
-HOOK_KEYS = ("event", "priority", "when", "script", "timeout_ms", "on_error")
-ENTRY_KEYS = ("name", "description")  # extra keys of bundle / inline entries
-BUNDLE_KEYS = ("tools", "hooks", "description")
+LOADING = ("always", "deferred")
+ON_ERROR = ("block", "allow")
 ANNOTATION_KEYS = {"read_only": bool, "destructive": bool, "idempotent": bool,
                    "open_world": bool, "title": str}
+_META = {"$ref": METASCHEMA_URI}
+# Every frontmatter key and the JSON Schema of its value: the checks below enforce these
+# rules with better messages, and harness/schemas/*.json are generated from these tables.
+TOOL_FIELDS: dict[str, dict[str, Any]] = {
+    "parameters": {"type": ["object", "null"], "description": "Argument contract, in YAML order.",
+                   "propertyNames": {"minLength": 1},
+                   "additionalProperties": {"$ref": "#/$defs/parameter"}},
+    "script": {"type": ["string", "null"],
+               "description": "Starlark source; must define `def run(args):`."},
+    "timeout_ms": {"type": "integer", "minimum": 0, "default": 0,
+                   "description": "Wall-clock cap per call; 0 = no tool cap."},
+    "async": {"type": "boolean", "default": False,
+              "description": "Reserved: parsed and kept, no effect yet."},
+    "returns": {"anyOf": [{"type": "null"}, {"type": "object", **_META}],
+                "description": "JSON Schema of run's return value (MCP outputSchema)."},
+    "annotations": {"type": ["object", "null"], "additionalProperties": False, "properties": {
+        k: {"type": "boolean" if t is bool else "string"} for k, t in ANNOTATION_KEYS.items()}},
+    "loading": {"enum": list(LOADING), "default": "always"},
+    "enabled": {"type": "boolean", "default": True},
+}
+HOOK_FIELDS: dict[str, dict[str, Any]] = {
+    "event": {"type": "string", "description": f"{', '.join(TOOL_EVENTS)} or custom.<name>",
+              "anyOf": [{"enum": list(TOOL_EVENTS)},
+                        {"pattern": f"^{CUSTOM_EVENT_RE.pattern}$"}]},
+    "priority": {"type": "integer", "default": 100,
+                 "description": "Lower runs first; ties in name order."},
+    "when": {"type": ["string", "null"],
+             "description": "Starlark expression with `event` and `payload` bound."},
+    "script": {"type": "string",
+               "description": "Starlark source; must define `def handle(event, payload):`."},
+    "timeout_ms": {"type": "integer", "minimum": 0, "default": 5000},
+    "on_error": {"enum": list(ON_ERROR), "default": "block"},
+}
+HOOK_REQUIRED = ("event", "script")
+# Extra keys of bundle / inline entries.
+ENTRY_FIELDS: dict[str, dict[str, Any]] = {
+    "name": {"type": "string", "pattern": f"^{NAME_RE.pattern}$"},
+    "description": {"type": ["string", "null"]},
+}
+BUNDLE_FIELDS: dict[str, dict[str, Any]] = {
+    "tools": {"type": ["array", "null"], "items": {"$ref": "#/$defs/toolEntry"}},
+    "hooks": {"type": ["array", "null"], "items": {"$ref": "#/$defs/hookEntry"}},
+    "description": {"type": ["string", "null"]},
+}
+TOOL_KEYS = tuple(TOOL_FIELDS)
+HOOK_KEYS = tuple(HOOK_FIELDS)
+ENTRY_KEYS = tuple(ENTRY_FIELDS)
+BUNDLE_KEYS = tuple(BUNDLE_FIELDS)
 UNKNOWN_KEY_CODES = ("unknown-key", "config-unknown-key", "parameter-unknown-key",
                      "annotation-unknown-key")
 
@@ -69,10 +122,19 @@ def unknown_keys(entry: Entry, known: Iterable[str]) -> Iterator[Problem]:
         if key in known:
             continue
         text = str(key)
+        if entry.body is not None:
+            # "description" is not a frontmatter key of a file artifact, but a near miss of
+            # it deserves the same advice as the key itself.
+            hint = suggest(text, (*known, "description"))
+            if hint == ' (did you mean "description"?)' or text == "description":
+                body = (f"the description of a {entry.kind} file is its Markdown body; "
+                        "move it there")
+                yield entry.problem((key,), "unknown-key", f'{entry.label} has unknown key '
+                                    f'"{text}"{hint if text != "description" else ""}; {body}',
+                                    "warning")
+                continue
         hint = suggest(text, known)
-        if text == "description" and entry.body is not None:
-            how = f"the description of a {entry.kind} file is its Markdown body; move it there"
-        elif hint:
+        if hint:
             how = f"rename it{hint}"
         else:
             how = f"known keys: {', '.join(known)}"
@@ -112,8 +174,8 @@ def _script(entry: Entry, key: str, values: dict[str, Any], errors: list[Problem
     value = entry.data[key]
     if not isinstance(value, str):
         errors.append(entry.problem((key,), "field-type", f"{entry.label} {key} must be Starlark "
-                                    f"source text (use `{key}: |` and indent the code), got a "
-                                    f"{type_name(value)}"))
+                                    f"source text (use `{key}: |` and indent the code), got "
+                                    f"{a_type(value)}"))
         return
     values[key] = value
     line, column = entry.value_pos(key)
@@ -142,7 +204,7 @@ def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
     _timeout(entry, values, errors)
     _bool(entry, "async", values, "is_async", errors)
     _bool(entry, "enabled", values, "enabled", errors)
-    _choice(entry, "loading", ("always", "deferred"), values, errors, "loading-invalid")
+    _choice(entry, "loading", LOADING, values, errors, "loading-invalid")
     if entry.data.get("returns") is not None:
         returns = entry.data["returns"]
         if isinstance(returns, dict):
@@ -150,13 +212,13 @@ def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
         else:
             errors.append(entry.problem(("returns",), "returns-invalid",
                                         f"{entry.label} returns must be a JSON Schema mapping, "
-                                        f"got a {type_name(returns)}"))
+                                        f"got {a_type(returns)}"))
     if entry.data.get("annotations") is not None:
         ann = entry.data["annotations"]
         if not isinstance(ann, dict):
             errors.append(entry.problem(("annotations",), "annotations-invalid",
                                         f"{entry.label} annotations must be a mapping of "
-                                        f"{', '.join(ANNOTATION_KEYS)}, got a {type_name(ann)}"))
+                                        f"{', '.join(ANNOTATION_KEYS)}, got {a_type(ann)}"))
         else:
             good: dict[str, Any] = {}
             for key, value in ann.items():
@@ -204,7 +266,7 @@ def hook_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
                                     "`script: |` with a `def handle(event, payload):` function"))
     _script(entry, "when", values, errors)
     _timeout(entry, values, errors)
-    _choice(entry, "on_error", ("block", "allow"), values, errors, "on-error-invalid")
+    _choice(entry, "on_error", ON_ERROR, values, errors, "on-error-invalid")
     if "priority" in entry.data:
         value = entry.data["priority"]
         if isinstance(value, bool) or not isinstance(value, int):
@@ -243,26 +305,58 @@ def collisions(tools: Mapping[str, ToolSpec],
                               "rename one of them")
 
 
+def _where(json_path: tuple[Any, ...]) -> str:
+    return "$" + "".join(f"[{k!r}]" if isinstance(k, int) else f".{k}" for k in json_path)
+
+
 def schema_problems(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
-    """The generated input schema and ``returns`` must be valid Draft 2020-12 schemas."""
-    checked = {"type": "object", "properties": {p.name: p.schema for p in spec.parameters}}
-    for json_path, message in schema_errors(checked):
-        keys: tuple[Any, ...] = ("parameters", *json_path[1:]) if json_path[:1] == ("properties",) \
-            else ("parameters",)
-        where = "$" + "".join(f"[{k!r}]" if isinstance(k, int) else f".{k}" for k in json_path[1:])
-        yield entry.problem(keys, "parameters-schema-invalid",
-                            f"{entry.label} parameters are not a valid JSON Schema at {where}: "
-                            f"{message}")
-    if spec.returns is not None:
-        for json_path, message in schema_errors(spec.returns):
-            where = "$" + "".join(f"[{k!r}]" if isinstance(k, int) else f".{k}" for k in json_path)
-            yield entry.problem(("returns", *json_path), "returns-invalid",
-                                f"{entry.label} returns is not a valid JSON Schema at {where}: "
+    """The generated input schema and ``returns`` must be valid Draft 2020-12 schemas.
+
+    Each is compiled as a call compiles it (which includes the metaschema check). Only
+    when that fails: every metaschema error with its path, else the regular expressions
+    and ``$ref`` targets that broke it (remote references are refused).
+    """
+    complete = len(spec.parameters) == len(spec.input_schema.get("properties", ()))
+    failure = compile_error(spec.input_schema) if complete else None
+    if failure is not None or not complete:
+        checked = {"type": "object",
+                   "properties": {p.name: p.schema for p in spec.parameters}}
+        bad = False
+        for json_path, message in schema_errors(checked):
+            bad = True
+            inside = json_path[:1] == ("properties",)
+            yield entry.problem(("parameters", *json_path[1:]) if inside else ("parameters",),
+                                "parameters-schema-invalid", f"{entry.label} parameters are not "
+                                f"a valid JSON Schema at {_where(json_path[1:])}: {message}")
+        if not bad and failure is not None:
+            root = "the tool's whole input schema (type, properties, required)"
+            for json_path, key_path, message in compile_errors(spec.input_schema, root, failure):
+                inside = json_path[:1] == ("properties",)
+                yield entry.problem(("parameters", *key_path[1:]) if inside else ("parameters",),
+                                    "parameters-schema-invalid", f"{entry.label} parameters are "
+                                    f"not a valid JSON Schema at "
+                                    f"{_where(json_path[1:] if inside else ())}: {message}")
+    if spec.returns is None:
+        return
+    failure = compile_error(spec.returns)
+    if failure is None:
+        return
+    bad = False
+    for json_path, message in schema_errors(spec.returns):
+        bad = True
+        yield entry.problem(("returns", *json_path), "returns-invalid", f"{entry.label} returns "
+                            f"is not a valid JSON Schema at {_where(json_path)}: {message}")
+    if not bad:
+        for json_path, key_path, message in compile_errors(spec.returns, "the returns schema",
+                                                           failure):
+            yield entry.problem(("returns", *key_path), "returns-invalid", f"{entry.label} "
+                                f"returns is not a valid JSON Schema at {_where(json_path)}: "
                                 f"{message}")
 
 
 def script_warnings(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
-    if spec.script is None:
+    # A script of the wrong type already has its field-type error: no second problem.
+    if spec.script is None and entry.data.get("script") is None:
         yield entry.problem((), "tool-no-script", f'{entry.label} has no script: it needs a Python '
                             'handler bound with Harness.bind(), or add `script: |` with a '
                             '`def run(args):` function', "warning")
@@ -270,3 +364,68 @@ def script_warnings(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
 
 def hook_summary(spec: HookSpec) -> str:  # pragma: no cover - debugging aid
     return f"{spec.name} {spec.event} {spec.priority}"
+
+
+SCHEMA_FILES = {
+    "tool": ("harness tool artifact frontmatter",
+             "Frontmatter of .harness/tools/NAME.md (SPEC \u00a73). The body is the description."),
+    "hook": ("harness hook artifact frontmatter",
+             "Frontmatter of .harness/hooks/NAME.md (SPEC \u00a74). The body is the description."),
+    "bundle": ("harness bundle frontmatter", "Frontmatter of .harness/builtins|plugins|overrides"
+               "/*.md: lists of tools and hooks."),
+    "harness": ("harness.md frontmatter", "Configuration of a harness project (SPEC \u00a75). "
+                "The body is the system prompt."),
+}
+
+
+def frontmatter_schema(kind: str) -> dict[str, Any]:
+    """The published JSON Schema of ``kind`` (tool, hook, bundle, harness), from the tables.
+
+    ``harness/schemas/<kind>.schema.json`` holds exactly this; a test keeps them equal
+    and checks that they agree with validate on every fixture.
+    """
+    from harness.config import section_schemas
+
+    def obj(fields: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "object", "properties": dict(fields),
+                               "additionalProperties": False}
+        if required:
+            out["required"] = list(required)
+        return out
+
+    defs = {
+        "parameter": parameter_schema(),
+        "tool": obj(TOOL_FIELDS),
+        "hook": obj(HOOK_FIELDS, HOOK_REQUIRED),
+        "toolEntry": obj({**ENTRY_FIELDS, **TOOL_FIELDS}, ("name",)),
+        "hookEntry": obj({**ENTRY_FIELDS, **HOOK_FIELDS}, ("name", *HOOK_REQUIRED)),
+    }
+    title, description = SCHEMA_FILES[kind]
+    head: dict[str, Any] = {"$schema": METASCHEMA_URI,
+                            "$id": f"https://harness.dev/schemas/{kind}.schema.json",
+                            "title": title, "description": description}
+    if kind in ("tool", "hook"):
+        body: dict[str, Any] = {"$ref": f"#/$defs/{kind}"}
+    elif kind == "bundle":
+        body = obj(BUNDLE_FIELDS)
+    else:
+        body = obj({"tools": BUNDLE_FIELDS["tools"], "hooks": BUNDLE_FIELDS["hooks"],
+                    "workspace": {"type": ["string", "null"],
+                                  "description": "Jail root: an existing directory inside the "
+                                  "project root."},
+                    **section_schemas()})
+    return {**head, **body, "$defs": defs}
+
+
+def write_schemas(folder: str | None = None) -> list[str]:
+    """Regenerate harness/schemas/*.schema.json from the tables; return the paths written."""
+    import json
+    from pathlib import Path
+
+    target = Path(folder) if folder else Path(__file__).resolve().parents[1] / "schemas"
+    written = []
+    for kind in SCHEMA_FILES:
+        path = target / f"{kind}.schema.json"
+        path.write_text(json.dumps(frontmatter_schema(kind), indent=2) + "\n")
+        written.append(str(path))
+    return written

@@ -15,11 +15,15 @@ from typing import Any
 import yaml
 
 from harness.artifacts.model import Problem
+from harness.artifacts.params import a_type
 
 MAX_FRONTMATTER_BYTES = 256 * 1024
-# Flow collections nest recursively in the YAML parser; deeper documents could
-# exhaust the C stack, so they are refused before parsing.
+# The C composer (and our builder) recurse once per nested collection, block or flow;
+# a 200 KB document can nest 100,000 deep and overflow the C stack (SIGSEGV). Deeper
+# documents are refused from the event stream, which libyaml produces without recursion.
 MAX_NESTING = 200
+# Codes after which the mapping is still usable (the artifact keeps loading).
+NON_FATAL = frozenset(("yaml-duplicate-key",))
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DELIM = re.compile(r"---[ \t]*")
@@ -145,7 +149,7 @@ def split(
     body = "\n".join(body_lines[lo:hi])
     if not front.strip():
         return {}, body, lines, problems
-    mapping, problem = _load(front, lines)
+    mapping, problem, duplicates = _load(front, lines, all_lines[1:end])
     if problem is not None:
         code, line, column, msg = problem
         fail(code, msg, line, column)
@@ -154,24 +158,21 @@ def split(
         return {}, body, lines, problems
     if not isinstance(mapping, dict):
         fail("frontmatter-not-mapping", f"frontmatter must be a mapping of keys to values, "
-             f"got a {_yaml_type(mapping)}; write it as `key: value` lines", 2)
+             f"got {a_type(mapping)}; write it as `key: value` lines", 2)
         return {}, body, lines, problems
+    for line, column, msg in duplicates:
+        problems.append(Problem(path=where, line=line, column=column, code="yaml-duplicate-key",
+                                message=f"{label}: {msg}"))
     return mapping, body, lines, problems
 
 
-def _yaml_type(value: Any) -> str:
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return type(value).__name__
+def fatal(problems: list[Problem]) -> bool:
+    """True when ``split`` could not produce a usable mapping (vs. non-fatal problems)."""
+    return any(p.code not in NON_FATAL for p in problems)
 
 
 def _max_depth(front: str) -> int:
+    """Bracket depth, ignoring quotes: an upper bound of the flow nesting."""
     brackets = "".join(_BRACKETS.split(front))
     depth = best = 0
     for ch in brackets:
@@ -184,23 +185,39 @@ def _max_depth(front: str) -> int:
     return best
 
 
-def _load(front: str, lines: KeyLines) -> tuple[Any, tuple[str, int, int, str] | None]:
+Found = tuple[str, int, int, str]
+Duplicate = tuple[int, int, str]
+
+
+def _may_nest_deeply(front: str, front_lines: list[str]) -> bool:
+    """Cheap bound: can this text nest more than MAX_NESTING collections?
+
+    A block collection inside another starts at a larger column (a sequence inside a
+    mapping may share its column), so block depth <= 2 * (longest line + 1); flow
+    nesting adds at most the bracket depth.
+    """
+    longest = max(map(len, front_lines), default=0)
+    flow = _max_depth(front) if ("[" in front or "{" in front) else 0
+    return 2 * (longest + 1) + flow > MAX_NESTING
+
+
+def _load(front: str, lines: KeyLines,
+          front_lines: list[str]) -> tuple[Any, Found | None, list[Duplicate]]:
     """Compose in C, then build JSON-like values in one pass that records positions."""
-    if ("[" in front or "{" in front) and _max_depth(front) > MAX_NESTING:
-        return None, ("yaml-too-deep", 2, 1, f"yaml: collections nest deeper than {MAX_NESTING} "
-                      "levels; flatten the frontmatter")
     # An alias needs an anchor, and an anchor needs "&": without it neither can occur.
-    if "&" in front:
-        found = _find_anchor(front)
+    anchors = "&" in front
+    if anchors or _may_nest_deeply(front, front_lines):
+        found = _scan_events(front, anchors)
         if found is not None:
-            return None, found
+            return None, found, []
     loader = _Loader(front)
     try:
         node = loader.get_single_node()
         if node is None:
-            return None, None
+            return None, None, []
         lines.text = front.split("\n")
-        return _Builder(loader, lines).build(node, ()), None
+        builder = _Builder(loader, lines)
+        return builder.build(node, ()), None, builder.duplicates
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 2 if mark is not None else 2
@@ -208,37 +225,58 @@ def _load(front: str, lines: KeyLines) -> tuple[Any, tuple[str, int, int, str] |
         what = exc.problem or exc.context or "invalid YAML"
         if "alias" in what:
             return None, ("yaml-alias", line, column, f"yaml: line {line}: aliases are not "
-                          "allowed (they allow exponential documents); repeat the value instead")
+                          "allowed (they allow exponential documents); repeat the value "
+                          "instead"), []
         if isinstance(exc, yaml.constructor.ConstructorError):
-            return None, ("yaml-value", line, column, f"yaml: line {line}: {what}")
+            return None, ("yaml-value", line, column, f"yaml: line {line}: {what}"), []
         if exc.context and exc.problem:
             what = f"{exc.problem} ({exc.context})"
         return None, ("yaml-syntax", line, column, f"yaml: line {line}: {what}; "
-                      "check the indentation and quoting on that line")
+                      "check the indentation and quoting on that line"), []
     except yaml.YAMLError as exc:
-        return None, ("yaml-syntax", 2, 1, f"yaml: {exc}")
-    except RecursionError:
-        return None, ("yaml-too-deep", 2, 1, "yaml: the document nests too deeply; flatten it")
+        return None, ("yaml-syntax", 2, 1, f"yaml: {exc}"), []
+    except RecursionError:  # pragma: no cover - MAX_NESTING keeps the builder far below it
+        return None, ("yaml-too-deep", 2, 1, "yaml: the document nests too deeply; "
+                      "flatten it"), []
     finally:
         dispose = getattr(loader, "dispose", None)
         if dispose is not None:
             dispose()
 
 
-def _find_anchor(front: str) -> tuple[str, int, int, str] | None:
-    """Scan events for anchors (only called when the text contains ``&``)."""
+def _scan_events(front: str, anchors: bool) -> Found | None:
+    """Walk the event stream (no recursion, no nodes) for anchors and excess nesting.
+
+    Only called when the text contains ``&`` or might nest deeper than MAX_NESTING.
+    Stops at the first finding; a syntax error is left to the real parse, which stops
+    at the same event, before composing anything deeper than what was seen here.
+    """
     loader = _Loader(front)
+    start = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+    end = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+    depth = 0
     try:
         while True:
             event = loader.get_event()
             if event is None or isinstance(event, yaml.StreamEndEvent):
                 return None
-            anchor = getattr(event, "anchor", None)
-            if anchor is not None and not isinstance(event, yaml.AliasEvent):
-                line = event.start_mark.line + 2
-                return ("yaml-alias", line, event.start_mark.column + 1,
-                        f"yaml: line {line}: anchors (&{event.anchor}) are not allowed; "
-                        "repeat the value instead")
+            if isinstance(event, start):
+                depth += 1
+                if depth > MAX_NESTING:
+                    mark: Any = event.start_mark
+                    line = mark.line + 2
+                    return ("yaml-too-deep", line, mark.column + 1,
+                            f"yaml: line {line}: collections nest deeper than {MAX_NESTING} "
+                            "levels; flatten the frontmatter")
+            elif isinstance(event, end):
+                depth -= 1
+            if anchors and not isinstance(event, yaml.AliasEvent):
+                anchor = getattr(event, "anchor", None)
+                if anchor is not None:
+                    line = event.start_mark.line + 2
+                    return ("yaml-alias", line, event.start_mark.column + 1,
+                            f"yaml: line {line}: anchors (&{anchor}) are not allowed; "
+                            "repeat the value instead")
     except yaml.YAMLError:
         return None  # the real parse reports it with its line
     finally:
@@ -280,13 +318,25 @@ _Loader.ascend_resolver = _no_path
 class _Builder:
     """Nodes -> dict/list/str/int/float/bool/None, recording key positions on the way."""
 
-    __slots__ = ("loader", "keys_at", "values_at", "top")
+    __slots__ = ("loader", "keys_at", "values_at", "top", "duplicates")
 
     def __init__(self, loader: Any, lines: KeyLines) -> None:
         self.loader = loader
         self.keys_at = lines.keys_at
         self.values_at = lines.values_at
         self.top = lines
+        # (line, column, message) of keys repeated in one mapping (the last one wins)
+        self.duplicates: list[Duplicate] = []
+
+    def duplicate(self, key_node: yaml.Node, path: tuple[Any, ...], first: int) -> None:
+        mark = key_node.start_mark
+        line = mark.line + 2
+        where = "".join(f"[{k}]" if isinstance(k, int) and not isinstance(k, bool) else f".{k}"
+                        for k in path).lstrip(".")
+        self.duplicates.append((line, mark.column + 1, (
+            f'yaml: line {line}: duplicate key "{key_node.value}"'
+            f"{f' in {where}' if where else ''} (first on line {first}); YAML keeps only the "
+            "last one: remove or rename one")))
 
     def scalar(self, node: yaml.ScalarNode) -> Any:
         tag = node.tag
@@ -327,6 +377,8 @@ class _Builder:
                         key_node.start_mark)
                 km = key_node.start_mark
                 sub = (*path, key)
+                if key in out:
+                    self.duplicate(key_node, path, keys_at[sub][0])
                 keys_at[sub] = (km.line + 2, km.column + 1)
                 if not path and isinstance(key, str):
                     self.top.setdefault(key, km.line + 2)

@@ -17,10 +17,10 @@ from typing import Any
 
 from harness.artifacts import checks
 from harness.artifacts.checks import Entry
-from harness.artifacts.frontmatter import KeyLines, split
+from harness.artifacts.frontmatter import KeyLines, fatal, split
 from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec
+from harness.artifacts.params import a_type, suggest
 from harness.artifacts.params import build as build_parameters
-from harness.artifacts.params import suggest
 
 HARNESS_MD = "harness.md"
 DOT_HARNESS = ".harness"
@@ -100,7 +100,7 @@ def _entries(data: dict[str, Any], lines: KeyLines, rel: str, layer: str,
         if not isinstance(items, list):
             problems.append(Problem(path=rel, line=line, column=column, code="bundle-invalid",
                                     message=f"{key} must be a list of entries (`- name: ...`), "
-                                    f"got a {type(items).__name__}"))
+                                    f"got {a_type(items)}"))
             continue
         for index, item in enumerate(items):
             iline, icol = lines.key((key, index), (line, 1))
@@ -110,7 +110,14 @@ def _entries(data: dict[str, Any], lines: KeyLines, rel: str, layer: str,
                                         f"got {item!r}"))
                 continue
             name = item.get("name")
-            if not isinstance(name, str) or not name:
+            if name is not None and not isinstance(name, str):
+                nline, ncol = lines.key((key, index, "name"), (iline, icol))
+                problems.append(Problem(path=rel, line=nline, column=ncol, code="field-type",
+                                        message=f"{key}[{index}] name must be a string, got "
+                                        f"{a_type(name)} ({name!r}); use a name such as "
+                                        f"`name: my_{kind}`"))
+                continue
+            if not name:
                 problems.append(Problem(path=rel, line=iline, column=icol,
                                         code="entry-name-missing",
                                         message=f"{key}[{index}] has no name; add `name: ...` "
@@ -130,17 +137,19 @@ def _tool(entry: Entry, problems: list[Problem]) -> ToolSpec:
         entry.data.get("parameters"), owner=entry.label, path=entry.path,
         pos=lambda p: entry.lines.key((*entry.base, *p), (entry.line, 1)))
     problems.extend(perrs)
-    if entry.body is not None:
-        description = entry.body
-    else:
-        description = entry.data.get("description") or ""
-        if not isinstance(description, str):
-            problems.append(entry.problem(("description",), "field-type",
-                                          f"{entry.label} description must be a string"))
-            description = ""
+    description = entry.body if entry.body is not None else _entry_description(entry, problems)
     return ToolSpec(name=entry.name, description=description or entry.name, parameters=params,
                     input_schema=schema, source=Source(path=entry.path, line=entry.line,
                                                        layer=entry.layer), **values)
+
+
+def _entry_description(entry: Entry, problems: list[Problem]) -> str:
+    raw = entry.data.get("description")
+    if raw is None or isinstance(raw, str):
+        return raw or ""
+    problems.append(entry.problem(("description",), "field-type", f"{entry.label} description "
+                                  f"must be a string, got {a_type(raw)}"))
+    return ""
 
 
 def _hook(entry: Entry, problems: list[Problem]) -> HookSpec:
@@ -152,8 +161,7 @@ def _hook(entry: Entry, problems: list[Problem]) -> HookSpec:
     if entry.body is not None:
         description = entry.body
     else:
-        raw = entry.data.get("description")
-        description = raw if isinstance(raw, str) else ""
+        description = _entry_description(entry, problems)
     values.setdefault("event", "")
     values.setdefault("script", "")
     return HookSpec(name=entry.name, description=description,
@@ -166,12 +174,18 @@ def _bundle(path: Path, rel: str, layer: str, problems: list[Problem]) -> list[E
         return []
     data, _body, lines, probs = split(raw, rel, "bundle")
     problems.extend(probs)
-    if probs:
+    if fatal(probs):
         return []
     if "tools" not in data and "hooks" not in data:
         problems.append(Problem(path=rel, line=1, column=1, severity="warning", code="bundle-empty",
                                 message=f"bundle {rel} has no tools: or hooks: list, so it adds "
                                 "nothing; add one, or move single tools to .harness/tools/"))
+    described = data.get("description")
+    if described is not None and not isinstance(described, str):
+        line, column = lines.key(("description",))
+        problems.append(Problem(path=rel, line=line, column=column, code="field-type",
+                                message=f"bundle {rel} description must be a string, got "
+                                f"{a_type(described)}"))
     for key in data:
         if key not in checks.BUNDLE_KEYS:
             line, column = lines.key((key,))
@@ -188,7 +202,7 @@ def _artifact(path: Path, rel: str, kind: str, problems: list[Problem]) -> Entry
         return None
     data, body, lines, probs = split(raw, rel, kind)
     problems.extend(probs)
-    if probs:
+    if fatal(probs):
         return None
     name = path.name[:-3]
     return Entry(kind=kind, name=name, data=data, lines=lines, base=(), path=rel,

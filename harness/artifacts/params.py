@@ -55,6 +55,14 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def a_type(value: Any) -> str:
+    """``an integer``, ``a string``, ``a list``, ... or ``null`` (for "got ..." messages)."""
+    name = type_name(value)
+    if name == "null":
+        return name
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def suggest(word: str, choices: Any) -> str:
     """`` (did you mean "x"?)`` or ``""``."""
     match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
@@ -83,7 +91,7 @@ def build(
         return (), {"type": "object", "properties": properties, "required": required}, problems
     if not isinstance(raw, dict):
         err(base, "parameters-invalid", f"{owner} parameters must be a mapping of parameter "
-            f"name to {{type: ..., description: ...}}, got a {type_name(raw)}")
+            f"name to {{type: ..., description: ...}}, got {a_type(raw)}")
         return (), {"type": "object", "properties": properties, "required": required}, problems
     for name, spec in raw.items():
         at = (*base, name)
@@ -94,8 +102,8 @@ def build(
         label = f'{owner} parameter "{name}"'
         if not isinstance(spec, dict):
             hint = f" (write `{name}: {{type: {spec}}}`)" if spec in TYPES else ""
-            err(at, "parameter-invalid", f"{label} must be a mapping with at least a type, got a "
-                f"{type_name(spec)}{hint}")
+            err(at, "parameter-invalid", f"{label} must be a mapping with at least a type, got "
+                f"{a_type(spec)}{hint}")
             continue
         ptype = spec.get("type")
         ok = True
@@ -117,7 +125,7 @@ def build(
             desc = ""
         if not isinstance(desc, str):
             err((*at, "description"), "parameter-description-invalid",
-                f"{label} description must be a string, got a {type_name(desc)}")
+                f"{label} description must be a string, got {a_type(desc)}")
             desc = ""
         for key in spec:
             if isinstance(key, str) and key not in KEYWORDS:
@@ -150,7 +158,7 @@ def schema_errors(schema: Any) -> Iterator[tuple[tuple[Any, ...], str]]:
     if isinstance(schema, bool):
         return
     if not isinstance(schema, Mapping):
-        yield (), f"a JSON Schema must be a mapping, got a {type_name(schema)}"
+        yield (), f"a JSON Schema must be a mapping, got {a_type(schema)}"
         return
     validator = meta_validator()
     try:
@@ -162,3 +170,180 @@ def schema_errors(schema: Any) -> Iterator[tuple[tuple[Any, ...], str]]:
         return
     for error in errors:
         yield tuple(error.instance_path), error.message
+
+
+# Keywords whose value is a map of name -> subschema, a list of subschemas, or one subschema.
+_SCHEMA_MAPS = frozenset(("properties", "patternProperties", "$defs", "dependentSchemas"))
+_SCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
+_SCHEMA_ONE = frozenset(("items", "contains", "additionalProperties", "propertyNames", "not",
+                         "if", "then", "else", "unevaluatedItems", "unevaluatedProperties",
+                         "contentSchema"))
+CompileError = tuple[tuple[Any, ...], tuple[Any, ...], str]  # (JSON path, key path, message)
+
+
+def _refuse_remote(uri: str) -> Any:
+    raise LookupError(f"harness does not fetch schemas: {uri}")
+
+
+def compile_error(schema: Mapping[str, Any]) -> BaseException | None:
+    """Compile ``schema`` as a call will (never fetching anything); None when it compiles.
+
+    jsonschema-rs checks the schema against its metaschema while compiling, so a schema
+    that compiles needs no separate metaschema pass: this one call is the fast path.
+    """
+    import jsonschema_rs
+
+    try:
+        jsonschema_rs.validator_for(dict(schema), retriever=_refuse_remote)
+    except Exception as exc:  # noqa: BLE001 - any refusal is a finding
+        return exc
+    return None
+
+
+def compile_errors(schema: Mapping[str, Any], root: str,
+                   failure: BaseException) -> Iterator[CompileError]:
+    """Explain a compile ``failure`` of a schema that passed :func:`schema_errors`.
+
+    A walk names every bad ``pattern``, ``patternProperties`` key and ``$ref`` with its
+    place; the compiler's own message is the fallback. ``root`` says what ``#`` is, for
+    dangling-pointer messages.
+    """
+    found = list(_walk(schema, root))
+    if found:
+        yield from found
+        return
+    path = tuple(getattr(failure, "instance_path", ()) or ())
+    message = str(getattr(failure, "message", failure)).strip().splitlines()[0]
+    if "retrieving it failed" in message:
+        message += "; harness does not fetch schemas (no network): inline the schema instead"
+    yield path, path, f"cannot be compiled: {message}"
+
+
+def _walk(schema: Mapping[str, Any], root: str) -> Iterator[CompileError]:
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(schema, ())]
+    while stack:
+        node, path = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        for key, value in node.items():
+            at = (*path, key)
+            if key == "pattern" and isinstance(value, str):
+                bad = regex_error(value)
+                if bad:
+                    yield at, at, bad
+            elif key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                bad = _ref_error(value, schema, root)
+                if bad:
+                    yield at, at, bad
+            if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+                for name, sub in value.items():
+                    if key == "patternProperties" and isinstance(name, str):
+                        bad = regex_error(name)
+                        if bad:
+                            yield at, (*at, name), bad
+                    stack.append((sub, (*at, name)))
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                stack.extend((sub, (*at, i)) for i, sub in enumerate(value))
+            elif key in _SCHEMA_ONE:
+                stack.append((value, at))
+
+
+@cache
+def regex_error(pattern: str) -> str | None:
+    """Why jsonschema-rs refuses ``pattern`` (ECMA-262 syntax), or None."""
+    import jsonschema_rs
+
+    try:
+        jsonschema_rs.validator_for({"pattern": pattern})
+    except Exception:  # noqa: BLE001 - any refusal is the answer
+        return (f'"{pattern}" is not a valid regular expression; patterns use ECMA-262 '
+                "(JavaScript) syntax: escape a literal ( ) [ ] { } with a backslash")
+    return None
+
+
+@cache
+def _bundled(uri: str) -> bool:
+    """True for the URIs jsonschema-rs resolves offline (the Draft metaschemas)."""
+    import jsonschema_rs
+
+    try:
+        jsonschema_rs.validator_for({"$ref": uri}, retriever=_refuse_remote)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def _ref_error(ref: str, schema: Mapping[str, Any], root: str) -> str | None:
+    if ref.startswith("#"):
+        if ref == "#" or not ref.startswith("#/"):
+            return None  # the whole schema, or an $anchor: left to the compiler
+        node: Any = schema
+        from urllib.parse import unquote
+
+        for part in ref[2:].split("/"):
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, Mapping) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return (f'"{ref}" points to nothing: "#" is {root}; point at something in it '
+                        "or inline the schema")
+        return None
+    if _bundled(ref):
+        return None
+    return (f'"{ref}" is a remote reference; harness does not fetch schemas (no network '
+            "at validate or call time): inline the schema instead")
+
+
+# -- the parameter entry of the published editor schemas (harness/schemas/*.json) ----------
+
+_VOCAB = "https://json-schema.org/draft/2020-12/meta/"
+_VOCABULARIES = {
+    "core": ("$id", "$schema", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor",
+             "$vocabulary", "$comment"),
+    "validation": ("type", "const", "enum", "multipleOf", "maximum", "exclusiveMaximum",
+                   "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern",
+                   "maxItems", "minItems", "uniqueItems", "maxContains", "minContains",
+                   "maxProperties", "minProperties", "required", "dependentRequired"),
+    "meta-data": ("title", "description", "default", "deprecated", "readOnly", "writeOnly",
+                  "examples"),
+    "format-annotation": ("format",),
+    "content": ("contentEncoding", "contentMediaType"),
+}
+# What the keywords of our own (required, type, description) mean for a parameter.
+OWN_KEYWORDS: dict[str, dict[str, Any]] = {
+    "type": {"enum": list(TYPES), "description": "JSON type of the argument."},
+    "description": {"type": ["string", "null"],
+                    "description": "Shown to the model; omitted when empty."},
+    "required": {"type": "boolean", "default": False,
+                 "description": "Lifted into the object's `required` list."},
+}
+
+
+def keyword_schema(keyword: str) -> Any:
+    """JSON Schema of one pass-through keyword's value, as the 2020-12 metaschema has it."""
+    meta = {"$ref": METASCHEMA_URI}
+    if keyword in _SCHEMA_ONE:
+        return meta
+    if keyword in _SCHEMA_MAPS:
+        out: dict[str, Any] = {"type": "object", "additionalProperties": meta}
+        if keyword == "patternProperties":
+            out["propertyNames"] = {"format": "regex"}
+        return out
+    if keyword in _SCHEMA_LISTS:
+        return {"type": "array", "minItems": 1, "items": meta}
+    for vocabulary, keywords in _VOCABULARIES.items():
+        if keyword in keywords:
+            return {"$ref": f"{_VOCAB}{vocabulary}#/properties/{keyword}"}
+    return {"description": f"{keyword}: not a Draft 2020-12 keyword; passed through unchecked."}
+
+
+def parameter_schema() -> dict[str, Any]:
+    """One entry of ``parameters``: the rules :func:`build` applies, as a JSON Schema."""
+    properties = dict(OWN_KEYWORDS)
+    for keyword in sorted(KEYWORDS - set(OWN_KEYWORDS)):
+        properties[keyword] = keyword_schema(keyword)
+    return {"type": "object", "description": "One argument: a JSON Schema plus `required` "
+            "(bool) and a mandatory `type`.", "required": ["type"], "properties": properties,
+            "additionalProperties": False}

@@ -34,7 +34,16 @@ _TOKENS = re.compile(
         sorted(surface.TOOL_MODULES, key=len, reverse=True))))
 _QUICK = re.compile(r"(?<![\w.])({})[ \t]*\.[ \t]*([A-Za-z_]\w*)".format("|".join(
     sorted(surface.TOOL_MODULES, key=len, reverse=True))))
-_DEF = re.compile(r"^def[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+# Strings and comments only (masked before scanning for structure).
+_SKIP = re.compile(
+    r"""\#[^\n]*|[rRbB]{0,2}(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")""")
+# A statement at column 0 that binds names: a def, or an assignment (target = value).
+_TOP = re.compile(r"^(?:def[ \t]+(?P<def>[A-Za-z_]\w*)[ \t]*\("
+                  r"|(?P<target>[A-Za-z_(\[][\w \t,()\[\]]*?)=(?!=)(?P<value>[^\n]*))", re.M)
+_LAMBDA = re.compile(r"lambda(?![\w])")
+_QUOTE = re.compile(r"['\"#]")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_OPEN, _CLOSE = "([{", ")]}"
 _REBIND = r"(?:^|[\s,(])%s[ \t]*(?:=(?!=)|,[^\n]*=(?!=)|\bin\b)"
 
 
@@ -86,11 +95,16 @@ def check_script(source: str, filename: str, first_line: int = 1, kind: str = "t
     first_line = max(first_line, 1)
     pad = "\n" * (first_line - 1)
     if kind == "when":
+        several = _not_one_expression(source, filename, first_line, first_column, who)
+        if several is not None:
+            return [several]
         text = f"{pad}{_WHEN_PREFIX}{source.strip()}\n)\n"
     else:
         text = pad + source
+    # The parser wants valid UTF-8; a file name may carry undecodable bytes (surrogates).
+    label = filename.encode("utf-8", "replace").decode("utf-8")
     try:
-        ast = sl.parse(filename, text, dialect())
+        ast = sl.parse(label, text, dialect())
     except sl.StarlarkError as exc:
         message = str(exc)
         head = message.strip().splitlines()[0] if message.strip() else "syntax error"
@@ -245,24 +259,135 @@ def _attributes(source: str, filename: str, first_line: int, first_column: int, 
     return problems
 
 
+def _mask(source: str) -> str:
+    """``source`` with strings and comments blanked (same length, newlines kept)."""
+    if "#" not in source and "'" not in source and '"' not in source:
+        return source
+    return _SKIP.sub(_blank, source)
+
+
+def _blank(match: re.Match[str]) -> str:
+    text = match.group()
+    if "\n" not in text:
+        return " " * len(text)
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _not_one_expression(source: str, filename: str, first_line: int, first_column: int,
+                        who: str) -> Problem | None:
+    """A when is wrapped in ``return (...)``: refuse text that would escape the parentheses
+    (``True), (1``) or make a tuple (``a, b``)."""
+    text = source.strip()
+    lead = source[:len(source) - len(source.lstrip())].count("\n")
+    masked = _mask(text)
+    depth = 0
+    for index, char in enumerate(masked):
+        if char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth -= 1
+        if depth < 0 or (depth == 0 and char == ","):
+            why = (f'"{char}" closes a parenthesis that was never opened' if depth < 0
+                   else "a comma at the top level makes a tuple, which is always true")
+            line_in = masked.count("\n", 0, index)
+            column = index - (masked.rfind("\n", 0, index) + 1) + 1
+            if line_in == 0:
+                column += max(first_column, 1) - 1
+            return _problem(filename, first_line + lead + line_in, column, "script-syntax",
+                            f"{who}when expression is not a single expression: {why}; a when "
+                            'is one expression, e.g. payload["name"] == "x"')
+    return None
+
+
+def _balanced(text: str, open_at: int) -> str:
+    """The text inside the bracket opened at ``open_at``."""
+    depth = 0
+    for index in range(open_at, len(text)):
+        if text[index] in _OPEN:
+            depth += 1
+        elif text[index] in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return text[open_at + 1:index]
+    return text[open_at + 1:]
+
+
+def _split_params(params: str) -> list[str]:
+    out, depth, start = [], 0, 0
+    for index, char in enumerate(params):
+        if char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth -= 1
+        elif char == "," and depth == 0:
+            out.append(params[start:index].strip())
+            start = index + 1
+    out.append(params[start:].strip())
+    return [p for p in out if p]
+
+
+def top_level_bindings(source: str) -> dict[str, tuple[int, list[str] | None]]:
+    """Names a module binds at the top level -> (0-based line, parameters if callable and
+    known). ``def f(...)``, ``f = lambda ...:``, ``f = g`` (g a def) and tuple targets;
+    strings, comments and nested blocks are ignored. The last binding wins.
+
+    Call on source that parses: a ``def`` at column 0 is then always top level, and an
+    assignment at column 0 is one unless it sits inside an open bracket (a keyword
+    argument), which the running bracket count tells.
+    """
+    masked = source
+    matches = list(_TOP.finditer(source))
+    # Masking strings and comments is the expensive part. It changes nothing when no
+    # string can span lines, every match is a def, and no signature holds a quote or "#".
+    if ('"""' in source or "\'\'\'" in source or "\\\n" in source
+            or any(m.group("def") is None
+                   or _QUOTE.search(_balanced(source, m.end() - 1)) for m in matches)):
+        masked = _mask(source)
+        matches = list(_TOP.finditer(masked))
+    found: dict[str, tuple[int, list[str] | None]] = {}
+    depth = last = line = 0
+    for match in matches:
+        at = match.start()
+        segment = masked[last:at]
+        depth += sum(map(segment.count, _OPEN)) - sum(map(segment.count, _CLOSE))
+        line += segment.count("\n")
+        last = at
+        name = match.group("def")
+        if name is not None:
+            found[name] = (line, _split_params(_balanced(masked, match.end() - 1)))
+            continue
+        target = match.group("target")
+        if depth or sum(map(target.count, _OPEN)) != sum(map(target.count, _CLOSE)):
+            continue
+        value = match.group("value").strip()
+        params: list[str] | None = None
+        if _LAMBDA.match(value):
+            colon = value.find(":")
+            params = _split_params(value[6:colon if colon >= 0 else None])
+        elif _NAME.fullmatch(value) and value in found:
+            params = found[value][1]
+        for bound in _NAME.findall(target):
+            found[bound] = (line, params)
+    return found
+
+
 def _entry_point(source: str, filename: str, first_line: int, first_column: int, kind: str,
                  who: str) -> list[Problem]:
     column = max(first_column, 1)
     name, arity = surface.TOOL_ENTRY if kind == "tool" else surface.HOOK_ENTRY
     signature = "run(args)" if kind == "tool" else "handle(event, payload)"
-    for match in _DEF.finditer(source):
-        if match.group(1) != name:
-            continue
-        params = [p.strip() for p in match.group(2).split(",") if p.strip()]
-        required = [p for p in params if "=" not in p and not p.startswith("*")]
-        star = any(p.startswith("*") and not p.startswith("**") for p in params)
-        line = first_line + source.count("\n", 0, match.start())
-        if len(required) > arity or (len(params) < arity and not star):
-            return [_problem(filename, line, column, "script-entry-arity",
-                             f"{who}script defines {name}() with {len(params)} parameter"
-                             f"{'s' if len(params) != 1 else ''}; it must be `def {signature}:`")]
-        return []
-    return [_problem(filename, first_line, column, "script-entry-missing",
-                     f"{who}script does not define `def {signature}:`; add it — harness calls "
-                     f"{name} for every {'call' if kind == 'tool' else 'event'}")]
-
+    bound = top_level_bindings(source).get(name)
+    if bound is None:
+        return [_problem(filename, first_line, column, "script-entry-missing",
+                         f"{who}script does not define `def {signature}:`; add it — harness "
+                         f"calls {name} for every {'call' if kind == 'tool' else 'event'}")]
+    line_in, params = bound
+    if params is None:
+        return []  # bound to something we cannot see through (a call result, a struct...)
+    required = [p for p in params if "=" not in p and not p.startswith("*")]
+    star = any(p.startswith("*") and not p.startswith("**") for p in params)
+    if len(required) > arity or (len(params) < arity and not star):
+        return [_problem(filename, first_line + line_in, column, "script-entry-arity",
+                         f"{who}script defines {name}() with {len(params)} parameter"
+                         f"{'s' if len(params) != 1 else ''}; it must be `def {signature}:`")]
+    return []

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from harness.cli.main import cli
 from harness.validation import check_project
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "load"
@@ -240,6 +242,160 @@ CASES: dict[str, list[tuple[str, int, str, str, str]]] = {
         (".harness/plugins/p.md", 4, "entry-name-missing", "error", "hooks[0] has no name"),
         (".harness/plugins/p.md", 5, "entry-invalid", "error", "hooks[1] must be a mapping"),
     ],
+    "yaml_deep": [
+        (
+            T,
+            3,
+            "yaml-too-deep",
+            "error",
+            "parse tool t.md: yaml: line 3: collections nest deeper than 200 levels",
+        ),
+        (
+            ".harness/tools/u.md",
+            3,
+            "yaml-too-deep",
+            "error",
+            "parse tool u.md: yaml: line 3: collections nest deeper than 200 levels",
+        ),
+    ],
+    "yaml_duplicate_key": [
+        (
+            T,
+            5,
+            "yaml-duplicate-key",
+            "error",
+            'parse tool t.md: yaml: line 5: duplicate key "n" in parameters (first on line 3)',
+        ),
+        (
+            T,
+            10,
+            "yaml-duplicate-key",
+            "error",
+            'parse tool t.md: yaml: line 10: duplicate key "script" (first on line 7)',
+        ),
+    ],
+    "schema_compile": [
+        (
+            T,
+            5,
+            "parameters-schema-invalid",
+            "error",
+            'tool "t" parameters are not a valid JSON Schema at $.code.pattern: "(" is not a '
+            "valid regular expression",
+        ),
+        (
+            T,
+            8,
+            "parameters-schema-invalid",
+            "error",
+            'tool "t" parameters are not a valid JSON Schema at $.ref.$ref: "#/$defs/nope" '
+            "points to nothing",
+        ),
+        (
+            T,
+            11,
+            "parameters-schema-invalid",
+            "error",
+            'tool "t" parameters are not a valid JSON Schema at $.remote.$ref: '
+            '"https://example.com/schemas/thing.json" is a remote reference',
+        ),
+        (
+            T,
+            15,
+            "returns-invalid",
+            "error",
+            'tool "t" returns is not a valid JSON Schema at $.patternProperties: "[a-" is not a '
+            "valid regular expression",
+        ),
+    ],
+    "hook_no_handle": [
+        (
+            H,
+            4,
+            "script-entry-missing",
+            "error",
+            'hook "h" script does not define `def handle(event, payload):`',
+        ),
+    ],
+    "script_run_lambda": [],
+    "when_not_single": [
+        (H, 3, "script-syntax", "error", 'hook "h" when expression is not a single expression'),
+    ],
+    "script_not_text": [
+        (
+            T,
+            2,
+            "field-type",
+            "error",
+            'tool "t" script must be Starlark source text (use `script: |` and indent the code), '
+            "got an integer",
+        ),
+    ],
+    "description_key": [
+        (
+            T,
+            2,
+            "unknown-key",
+            "warning",
+            'tool "t" has unknown key "descripton" (did you mean "description"?); the description '
+            "of a tool file is its Markdown body; move it there",
+        ),
+    ],
+    "entry_name_type": [
+        (
+            ".harness/plugins/p.md",
+            3,
+            "field-type",
+            "error",
+            "tools[0] name must be a string, got an integer (5)",
+        ),
+    ],
+    "workspace_missing": [
+        (
+            "harness.md",
+            2,
+            "config-invalid",
+            "error",
+            'config workspace "no/such/dir" does not exist',
+        ),
+    ],
+    "config_types": [
+        (
+            "harness.md",
+            3,
+            "config-invalid",
+            "error",
+            "config limits.max_output_bytes must be an integer, got a string",
+        ),
+        (
+            "harness.md",
+            5,
+            "config-invalid",
+            "error",
+            "config meta.enabled must be a boolean (true or false), got a string",
+        ),
+        (
+            "harness.md",
+            7,
+            "config-invalid",
+            "error",
+            "config exec.env must be a list of strings, got a string",
+        ),
+        (
+            "harness.md",
+            9,
+            "config-invalid",
+            "error",
+            "config runtime.isolation must be one of process, inprocess; got an integer",
+        ),
+        (
+            "harness.md",
+            10,
+            "config-invalid",
+            "error",
+            "config network must be a mapping, got a list",
+        ),
+    ],
 }
 
 
@@ -257,6 +413,15 @@ def test_conformance(case: str) -> None:
         assert text in problem.message
         assert problem.column >= (0 if problem.line == 0 else 1)
     assert project.ok == all(sev == "warning" for *_, sev, _ in CASES[case])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cli_exit_code(case: str) -> None:
+    result = CliRunner().invoke(cli, ["validate", "--root", str(FIXTURES / case)])
+    want = 0 if all(sev == "warning" for *_, sev, _ in CASES[case]) else 1
+    assert result.exit_code == want, result.output
+    for path, line, code, _sev, _text in CASES[case]:
+        assert f"{path}:{line}:" in result.output and f"[{code}]" in result.output
 
 
 def test_strict_turns_unknown_keys_into_errors() -> None:

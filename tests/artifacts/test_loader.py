@@ -63,7 +63,8 @@ def test_override_replaces_each_layer(tmp_path: Path) -> None:
     write(
         tmp_path,
         ".harness/overrides/o.md",
-        "---\ntools:\n  - name: p\n    description: new\nhooks:\n  - name: h\n    event: tool.post\n"
+        "---\ntools:\n  - name: p\n    description: new\nhooks:\n  - name: h\n"
+        "    event: tool.post\n"
         '    script: "def handle(event, payload): return None"\n---\n',
     )
     project = load_project(tmp_path)

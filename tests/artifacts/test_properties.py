@@ -60,6 +60,16 @@ YAML_BITS = st.sampled_from(
 YAMLISH = st.lists(st.one_of(YAML_BITS, st.text(max_size=8)), max_size=40).map("".join)
 
 
+# Deep nesting shapes (block and flow) that used to crash the C composer.
+DEEP = st.builds(
+    lambda prefix, shape, n, tail: prefix + shape * n + tail,
+    st.sampled_from(["x:\n", "", "- ", "tools:\n  - ", "x: ", "? "]),
+    st.sampled_from(["- ", "? ", "- ? ", "? - ", "[", "{a: ", "[{a: ", "- [", "-  ", "-\t"]),
+    st.integers(min_value=150, max_value=60_000),
+    st.sampled_from(["", "1", "\n", "]", "}"]),
+)
+
+
 def _check(problems: list[Problem]) -> None:
     for p in problems:
         assert isinstance(p, Problem) and p.code and p.message
@@ -102,3 +112,19 @@ def test_load_and_check_never_raise(tool: str, hook: str, config: str, bundle: s
         _check(list(project.problems))
         checked = check_project(root, strict=True)
         _check(list(checked.problems))
+
+
+@settings(SETTINGS, max_examples=60)
+@given(DEEP)
+def test_deep_nesting_never_crashes(text: str) -> None:
+    mapping, _body, _lines, problems = split("---\n" + text + "\n---\nbody", "x.md")
+    assert isinstance(mapping, dict)
+    _check(problems)
+
+
+@settings(SETTINGS, max_examples=60)
+@given(YAMLISH, DEEP)
+def test_deep_nesting_inside_other_yaml_never_crashes(head: str, deep: str) -> None:
+    mapping, _body, _lines, problems = split("---\n" + head + deep + "\n---\n", "x.md")
+    assert isinstance(mapping, dict)
+    _check(problems)

@@ -12,10 +12,14 @@ def codes(source: str, kind: str = "tool", line: int = 1) -> list[tuple[str, int
 def test_clean_tool_and_hook() -> None:
     tool = (
         "def run(args):\n    x = struct(a=1)\n    print(x)\n    if not args:\n"
-        '        fail("no args")\n    return json.encode({"h": hash.sha256("x"), "t": time.now()})\n'
+        '        fail("no args")\n'
+        '    return json.encode({"h": hash.sha256("x"), "t": time.now()})\n'
     )
     assert codes(tool) == []
-    hook = "def handle(event, payload):\n    if payload:\n        return block('no')\n    return modify(payload)\n"
+    hook = (
+        "def handle(event, payload):\n    if payload:\n        return block('no')\n"
+        "    return modify(payload)\n"
+    )
     assert codes(hook, "hook") == []
     assert codes('payload["name"] == "x" and event == "tool.pre"', "when") == []
 
