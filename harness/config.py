@@ -121,6 +121,9 @@ KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
 def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str | None]:
     """Return (value, error message or None) for one section field."""
     where = f"{section}.{name}"
+    if (section, name) == ("exec", "sandbox") and value is False:
+        # YAML 1.1 reads a bare `off` (SPEC §5's own spelling) as the boolean false.
+        value = "off"
     if isinstance(default, bool):
         if not isinstance(value, bool):
             return default, f"config {where} must be a boolean (true or false), got {a_type(value)}"

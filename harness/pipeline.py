@@ -42,11 +42,22 @@ class ArgValidator:
             import jsonschema_rs
 
             try:
-                self._fast = jsonschema_rs.validator_for(dict(self.schema))
+                # Never fetch a remote $ref at call time (validate refuses them too).
+                self._fast = jsonschema_rs.validator_for(dict(self.schema),
+                                                         retriever=_no_fetch)
             except Exception as exc:  # noqa: BLE001 - a broken schema is a result, not a crash
                 return [f"$: the tool's schema cannot be compiled ({exc}); run harness validate"]
         if self._fast.is_valid(instance):
             return []
+        try:
+            found = self._explain(instance)
+        except Exception:  # noqa: BLE001 - e.g. an ECMA-only pattern Python's re rejects
+            found = [(json_path(e.instance_path), e.message)
+                     for e in self._fast.iter_errors(instance)]
+        return [f"{p}: {m}" for p, m in sorted(found)] or ["arguments do not match the schema"]
+
+    def _explain(self, instance: Any) -> list[tuple[str, str]]:
+        """Every problem with its JSON path, in jsonschema's wording (SPEC §9)."""
         if self._slow is None:
             import jsonschema
 
@@ -61,7 +72,11 @@ class ArgValidator:
                 if missing:
                     path = f"{path}.{missing}"
             found.append((path, err.message))
-        return [f"{p}: {m}" for p, m in sorted(found)] or ["arguments do not match the schema"]
+        return found
+
+
+def _no_fetch(uri: str) -> Any:
+    raise ValueError(f"remote $ref {uri!r} is not fetched; harness never fetches schemas")
 
 
 def json_path(parts: Any) -> str:

@@ -285,3 +285,24 @@ def test_schema_that_cannot_compile_is_a_result_not_a_crash(make_harness: MakeHa
     h._registry = None
     r = h.call("f", {"x": "a"})
     assert r.is_error and "cannot be compiled" in (r.error or "")
+
+
+def test_ecma_only_pattern_failures_are_explained(make_harness: MakeHarness) -> None:
+    h = make_harness(tools={"letters": r"""
+        ---
+        parameters:
+          word: {type: string, required: true, pattern: "^\\p{L}+$"}
+        script: |
+          def run(args):
+              return args["word"]
+        ---
+        Letters only.
+    """})
+    assert h.call("letters", {"word": "héllo"}).value == "héllo"
+    r = h.call("letters", {"word": "123"})
+    assert r.is_error and r.error.startswith('invalid arguments for tool "letters": $.word: ')  # type: ignore[union-attr]
+
+
+def test_bare_off_means_sandbox_off(make_harness: MakeHarness) -> None:
+    h = make_harness(config="exec: {sandbox: off}\n")
+    assert h.config.exec.sandbox == "off"

@@ -30,7 +30,7 @@ def process_project(tmp_path: Path, **kw: object) -> Path:
 
 def test_close_does_not_wait_for_call_many_in_flight(tmp_path: Path) -> None:
     root = process_project(tmp_path, tools={"sleeper": SLEEPER},
-                           config="exec: {sandbox: \"off\"}\n")
+                           config="exec: {sandbox: off}\n")
     h = harness.load(root)
     results: list[harness.ToolResult] = []
     t = threading.Thread(target=lambda: results.extend(h.call_many(
