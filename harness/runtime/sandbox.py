@@ -12,8 +12,8 @@ and whether it is sandboxed. What the sandbox holds:
   short allow-list of ``/etc`` files read-only (never ``shadow``, ``ssh/``, ...);
 - a private ``/tmp``, ``/proc`` and ``/dev``; no ``/home``, ``/root``, ``/run``,
   ``/var``, ``/opt``, ``/sys``; ``HOME=/tmp``;
-- the workspace read-write at its own path; inside it ``.harness`` hidden (an
-  empty read-only tmpfs), every other protected path read-only, every ancestor
+- the workspace read-write at its own path; inside it ``.harness/state`` hidden (an
+  empty read-only tmpfs), ``.harness`` and every other protected path read-only, every ancestor
   directory of a nested protected path bound onto itself (a mount point cannot be
   renamed or removed), and every sensitive file (SPEC §8.3, the jail's patterns)
   masked: ``/dev/null`` over files, an empty read-only tmpfs over directories.
@@ -43,7 +43,11 @@ from harness.runtime.jail import SENSITIVE_SEQUENCES, is_sensitive
 
 logger = logging.getLogger("harness.sandbox")
 
-HIDDEN = (".harness",)  # protected and unreadable; the rest of fs.protected is read-only
+# Hidden inside the sandbox (an empty read-only tmpfs): harness's own runtime data
+# (audit trail, spilled outputs, transcripts). The rest of .harness/ (the reviewed tool
+# and hook files) and every other protected path is read-only, so git in the sandbox
+# sees the repository as it is.
+HIDDEN = (".harness/state",)
 SANDBOX_HOME = "/tmp"
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # /etc entries programs commonly need, copied once per process into a private
@@ -279,11 +283,15 @@ def _inside(path: str, root: str) -> bool:
 def protected_paths(workspace: str, protected: Sequence[str]) -> list[tuple[str, str, bool]]:
     """[(relative name, host path, hidden)] for the protected entries under the workspace."""
     out = []
-    for rel in protected:
+    entries = list(protected)
+    if ".harness" in entries:
+        entries.extend(HIDDEN)
+    for rel in entries:
         norm = os.path.normpath(rel)
         if os.path.isabs(norm) or norm == "." or norm.startswith(".."):
             continue
-        out.append((norm, os.path.join(workspace, norm), norm.split("/")[0] in HIDDEN))
+        hidden = any(norm == h or norm.startswith(h + "/") for h in HIDDEN)
+        out.append((norm, os.path.join(workspace, norm), hidden))
     return out
 
 
@@ -329,7 +337,11 @@ def inspect_protected(workspace: str,
         try:
             st = os.lstat(host)  # parent links followed: the path as written
         except OSError:  # missing, or a parent is not a directory
-            absent.append(Absent(rel, link))
+            # A missing .harness/state is harness's own to create (while a command runs,
+            # even); the command cannot, since .harness itself is read-only or, when
+            # missing, cleaned up as a whole.
+            if not hidden:
+                absent.append(Absent(rel, link))
             continue
         follow = link is not None or stat.S_ISLNK(st.st_mode)
         real = os.path.realpath(host) if follow else host
@@ -392,7 +404,7 @@ def _read_dir(host: str, rel: str, key: tuple[int, int, int, int], now: int) -> 
                     continue
                 if is_sensitive((*tail, name)):
                     (dirs if is_dir else files).append(prefix + name)
-                elif is_dir and not (not rel and name in HIDDEN) and not (
+                elif is_dir and not (rel == ".harness" and name == "state") and not (
                         in_git and name == "objects"):
                     subdirs.append(prefix + name)
     except OSError:
@@ -404,7 +416,7 @@ def _read_dir(host: str, rel: str, key: tuple[int, int, int, int], now: int) -> 
 def sensitive_masks(workspace: str) -> Masks:
     """The sensitive files and directories in the workspace, breadth-first.
 
-    Skipped: ``.harness`` (hidden whole) and ``objects`` under ``.git`` (git names
+    Skipped: ``.harness/state`` (hidden whole) and ``objects`` under ``.git`` (git names
     everything there by hash). Symlinks are neither followed nor masked. A directory
     is read again only when its (dev, inode, mtime, ctime) changed or changed less
     than 2 s before it was read (coarse timestamps); the others cost one ``lstat``."""

@@ -21,6 +21,9 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 DANGEROUS = [
+    {"command": "find / -delete"},
+    {"command": "find ~ -name '*.py' -exec rm {} +"},
+    {"command": "sudo mkfs /dev/sdb"},
     {"command": "rm -rf /"},
     {"command": "rm -rf /*"},
     {"command": "rm -fr ~"},
@@ -67,6 +70,10 @@ SAFE = [
     {"command": "ls -la /"},
     {"command": "echo 'add if=x'"},
     {"command": "grep -r mkfsx ."},
+    {"command": "echo mkfs is dangerous"},
+    {"command": "grep -rn 'dd if=' docs"},
+    {"command": "man wipefs"},
+    {"command": "find . -name '*.pyc' -delete"},
     {"command": "curl --version"},
     {"command": "curl -o install.sh https://example.com/install.sh"},
     {"command": "chmod -R 755 src"},

@@ -142,9 +142,19 @@ def test_write_outside_workspace_fails(ws: Path, outside: Path) -> None:
     assert not r["ok"] and "Read-only" in r["stderr"] and not Path("/usr/pwned").exists()
 
 
-def test_harness_dir_hidden_and_unwritable(ws: Path) -> None:
+def test_harness_dir_read_only_and_its_state_hidden(ws: Path) -> None:
+    # The reviewed tool files are read-only (git in the sandbox sees them as they are);
+    # harness's runtime data (.harness/state: audit, spilled outputs) is hidden.
+    (ws / ".harness" / "state").mkdir()
+    (ws / ".harness" / "state" / "audit.jsonl").write_text("AUDIT-SECRET\n")
     r = run(make_ctx(ws), "cat", [".harness/tools/t.md"])
-    assert not r["ok"] and "TOOL-SECRET" not in r["stdout"]
+    assert r["ok"] and "TOOL-SECRET" in r["stdout"]
+    r = run(make_ctx(ws), "sh", ["-c", "cat .harness/state/audit.jsonl; ls -A .harness/state"])
+    assert "AUDIT-SECRET" not in r["stdout"] and "audit.jsonl" not in r["stdout"]
+    r = run(make_ctx(ws), "sh", ["-c", "echo x > .harness/state/new"])
+    assert not r["ok"]
+    (ws / ".harness" / "state" / "audit.jsonl").unlink()
+    (ws / ".harness" / "state").rmdir()
     r = run(make_ctx(ws), "sh", ["-c", "echo evil > .harness/tools/evil.md"])
     assert not r["ok"]
     r = run(make_ctx(ws), "touch", [".harness/x"])
@@ -348,7 +358,7 @@ def test_command_line_shape(ws: Path) -> None:
     joined = " ".join(argv)
     assert "--unshare-all" in argv and "--die-with-parent" in argv and "--new-session" in argv
     assert f"--bind {ws} {ws}" in joined
-    assert f"--tmpfs {ws}/.harness --remount-ro {ws}/.harness" in joined
+    assert f"--ro-bind {ws}/.harness {ws}/.harness" in joined
     assert f"--ro-bind {ws}/.git {ws}/.git" in joined
     assert "--share-net" not in argv and argv[-2:] == ["/usr/bin/true", "a"]
     assert absent == () and [rel for rel, _, _ in ids] == [".harness", "harness.md", ".git"]
