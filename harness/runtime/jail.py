@@ -24,6 +24,15 @@ resolved parent directory plus the final name (final symlinks followed by the ja
 the caller creates a temporary file in that directory and ``renameat``s it over the
 name. ``rename`` does not follow symlinks, so a link swapped in at the last moment is
 replaced, never written through.
+
+Protection applies to the object, not to its spelling: when a protected entry
+(``.harness``, ``.git``, ``harness.md``, an ``fs.protected`` path) is itself a symlink or
+lies below one, the place it leads to inside the workspace gets the same rule, and the
+symlinks on the way become read-only (so no tool can re-point the entry). These
+targets are traced once and cached; the cache is revalidated on every open by the
+change times of the directories the trace looked in (the workspace root's comes free
+with the handle check) and trusted only once those directories have been still for
+:data:`SETTLED_NS`, so a change in the same timestamp tick is never missed.
 """
 
 from __future__ import annotations
@@ -37,21 +46,26 @@ import posixpath
 import re
 import stat as st
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from harness.errors import BuiltinError, JailError
 
 if TYPE_CHECKING:
     from harness.config import Config
 
-__all__ = ["ALWAYS_HIDDEN", "ALWAYS_READONLY", "Jail", "Located", "clear_jails", "get_jail",
-           "is_sensitive"]
+__all__ = ["ALWAYS_HIDDEN", "ALWAYS_READONLY", "Jail", "Located", "ProtectedTarget",
+           "SensitivePatterns", "clear_jails", "get_jail", "is_sensitive", "sensitive_patterns"]
 
 ALWAYS_HIDDEN = (".harness",)
 ALWAYS_READONLY = ("harness.md", ".git")
 MAX_SYMLINK_HOPS = 40
+# A directory changed less than this long ago may change again within the same
+# timestamp tick (coarse kernel clocks; 1-2 s on FAT, HFS+, some NFS): protected
+# targets traced from it are recomputed on every open until it has settled.
+SETTLED_NS = 2_000_000_000
 
 # SPEC §8.3, exact list. Name patterns match the last component, anywhere in the tree.
 SENSITIVE_NAMES = (
@@ -64,6 +78,34 @@ _SENSITIVE_NAME = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in SEN
 SENSITIVE_DIRS = (".ssh", ".aws", ".gnupg", ".kube")
 # Consecutive components anywhere (a prefix match of the sequence: the path or under it).
 SENSITIVE_SEQUENCES = ((".docker", "config.json"), (".config", "gcloud"))
+
+
+
+class SensitivePatterns(NamedTuple):
+    """SPEC §8.3 as data: ``names`` (globs on the last component), ``dirs`` (any
+    component, the directory and everything under it), ``sequences`` (consecutive
+    components anywhere, and everything under them). Matching ignores case."""
+
+    names: tuple[str, ...]
+    dirs: tuple[str, ...]
+    sequences: tuple[tuple[str, ...], ...]
+
+
+def sensitive_patterns() -> SensitivePatterns:
+    """The sensitive-file patterns :func:`is_sensitive` applies (e.g. for a sandbox)."""
+    return SensitivePatterns(SENSITIVE_NAMES, SENSITIVE_DIRS, SENSITIVE_SEQUENCES)
+
+
+class ProtectedTarget(NamedTuple):
+    """A workspace-relative path the jail protects (see :meth:`Jail.protected_targets`).
+
+    ``kind``: ``"hidden"`` (not readable or writable), ``"readonly"`` (the path and
+    everything under it), or ``"link"`` (a symlink leading to a protected entry: the
+    link itself is read-only, what it leads to has its own entry)."""
+
+    path: str
+    kind: Literal["hidden", "readonly", "link"]
+
 
 OUTSIDE = 'path "{}" is outside the workspace'
 SENSITIVE = 'path "{}" is a protected sensitive file'
@@ -145,6 +187,46 @@ def is_sensitive(parts: Sequence[str]) -> bool:
 
 def _split(rel: str) -> list[str]:
     return [p for p in rel.split("/") if p not in ("", ".")]
+
+
+def _collapse(parts: Iterable[str]) -> list[str] | None:
+    """``parts`` with ``..`` applied lexically; None if they climb above the start."""
+    out: list[str] = []
+    for p in parts:
+        if p == "..":
+            if not out:
+                return None
+            out.pop()
+        elif p not in ("", "."):
+            out.append(p)
+    return out
+
+
+def _climbs(rel: str) -> bool:
+    norm = posixpath.normpath(rel) if rel else "."
+    return norm == ".." or norm.startswith("../")
+
+
+_Sig = tuple[int, int, int] | None  # (inode, mtime_ns, ctime_ns) of a directory
+
+
+class _Rules:
+    """The protected rules in force: prefixes (folded components) that are hidden or
+    read-only, exact paths of symlinks leading to a protected entry, and what
+    validates them (see :meth:`Jail._refresh`)."""
+
+    __slots__ = ("dirs", "extra", "hidden", "links", "readonly", "root_sig", "trusted")
+
+    def __init__(self, hidden: tuple[tuple[str, ...], ...],
+                 readonly: tuple[tuple[str, ...], ...], links: frozenset[tuple[str, ...]],
+                 extra: tuple[ProtectedTarget, ...], root_sig: _Sig,
+                 dirs: tuple[tuple[str, _Sig], ...], trusted: bool) -> None:
+        self.hidden, self.readonly, self.links, self.extra = hidden, readonly, links, extra
+        self.root_sig, self.dirs, self.trusted = root_sig, dirs, trusted
+
+
+def _sig(info: os.stat_result) -> tuple[int, int, int]:
+    return info.st_ino, info.st_mtime_ns, info.st_ctime_ns
 
 
 def _lexical_parts(rel: str) -> list[str]:
@@ -238,6 +320,11 @@ class Jail:
                 readonly.append(norm)
         self._hidden = tuple(tuple(_fold(_split(h))) for h in hidden)
         self._readonly = tuple(tuple(_fold(_split(r))) for r in readonly)
+        self._entries: tuple[tuple[tuple[str, ...], Literal["hidden", "readonly"]], ...] = (
+            *((tuple(_split(h)), "hidden") for h in hidden),
+            *((tuple(_split(r)), "readonly") for r in readonly))
+        self._base_parts = tuple(tuple(_split(b)) for b in self._bases)
+        self._rules: _Rules | None = None
         self.protected = tuple(hidden + readonly)
         self._lock = threading.Lock()
         self._state: tuple[int, int, tuple[int, int]] | None = None  # pid, fd, (dev, ino)
@@ -270,6 +357,10 @@ class Jail:
 
     def _root(self) -> int:
         """The workspace handle, reopened lazily after fork or if the directory changed."""
+        return self._root_stat()[0]
+
+    def _root_stat(self) -> tuple[int, os.stat_result]:
+        """The workspace handle and the workspace directory's stat taken to check it."""
         try:
             now = os.stat(self.workspace)
         except OSError as e:
@@ -279,11 +370,11 @@ class Jail:
         state = self._state
         pid = os.getpid()
         if state is not None and state[0] == pid and state[2] == ident:
-            return state[1]
+            return state[1], now
         with self._lock:
             state = self._state
             if state is not None and state[0] == pid and state[2] == ident:
-                return state[1]
+                return state[1], now
             fd = os.open(self.workspace, _WALK_DIR_FLAGS)
             got = os.fstat(fd)
             if (got.st_dev, got.st_ino) != ident:  # replaced between stat and open: retry
@@ -292,7 +383,7 @@ class Jail:
             if state is not None and state[0] == pid:
                 os.close(state[1])  # ours, in this process; an inherited fd is left alone
             self._state = (pid, fd, ident)
-            return fd
+            return fd, now
 
     def close(self) -> None:
         """Close this process's workspace handle (reopened lazily if used again)."""
@@ -313,9 +404,10 @@ class Jail:
         """The caller's path made relative to the workspace, without resolving anything.
 
         Absolute paths must name the workspace or something below it (component-wise:
-        ``/ws-evil`` is not inside ``/ws``). A path whose ``..`` climb above the
-        workspace as written is refused here; the resolver refuses the rest (``..``
-        through symlinks)."""
+        ``/ws-evil`` is not inside ``/ws``); one whose ``..`` leave the workspace and
+        come back (``/ws/../ws/x``) is accepted when its lexical normalisation is
+        inside. A relative path whose ``..`` climb above the workspace as written is
+        refused here; the resolver refuses the rest (``..`` through symlinks)."""
         if not isinstance(path, str):
             raise BuiltinError(f"path must be a string, got {type(path).__name__}")
         if "\x00" in path:
@@ -334,12 +426,40 @@ class Jail:
     def _strip_base(self, path: str) -> str:
         for base in self._bases:
             if base == "/":
-                return path.lstrip("/")
-            if path == base or path.rstrip("/") == base:
+                rest = path.lstrip("/")
+            elif path == base or path.rstrip("/") == base:
                 return ""
-            if path.startswith(base + "/"):
-                return path[len(base):].lstrip("/")
-        raise JailError(OUTSIDE.format(path))
+            elif path.startswith(base + "/"):
+                rest = path[len(base):].lstrip("/")
+            else:
+                continue
+            if not _climbs(rest):
+                return rest
+        # Leaves the workspace and maybe comes back ("/ws/../ws/x"): normalise the part
+        # up to the first point where it names the workspace, lexically (the directories
+        # above the workspace are not the jail's to resolve); keep the rest as written
+        # for the resolver, so symlinks inside are resolved as everywhere else.
+        comps = path.split("/")
+        stack: list[str] = []
+        found: str | None = None
+        for i in range(len(comps) + 1):
+            if i:
+                comp = comps[i - 1]
+                if comp in ("", "."):
+                    continue
+                if comp == "..":
+                    if stack:
+                        stack.pop()
+                else:
+                    stack.append(comp)
+            if tuple(stack) in self._base_parts:
+                rest = "/".join(comps[i:]).lstrip("/")
+                if not _climbs(rest):
+                    found = rest
+                    break
+        if found is None:
+            raise JailError(OUTSIDE.format(path))
+        return found
 
     def display(self, path: str) -> str:
         """The workspace-relative form of ``path`` returned to scripts (``.`` = root)."""
@@ -348,20 +468,29 @@ class Jail:
 
     # -------------------------------------------------------------------- rules
 
-    def _rule(self, parts: Sequence[str]) -> Literal["ok", "hidden", "readonly", "sensitive"]:
+    def _rule(self, parts: Sequence[str],
+              rules: _Rules) -> Literal["ok", "hidden", "readonly", "sensitive"]:
         if is_sensitive(parts):
             return "sensitive"
         folded = tuple(_fold(parts))
-        if any(folded[:len(h)] == h for h in self._hidden):
+        if any(folded[:len(h)] == h for h in rules.hidden):
             return "hidden"
-        if any(folded[:len(r)] == r for r in self._readonly):
+        if any(folded[:len(r)] == r for r in rules.readonly) or folded in rules.links:
             return "readonly"
         return "ok"
 
+    def _current(self) -> _Rules:
+        rules = self._rules
+        if rules is None:
+            root, info = self._root_stat()
+            rules = self._refresh(root, info)
+        return rules
+
     def check(self, shown: str, rels: Iterable[str], *, write: bool) -> None:
         """Raise JailError if any of ``rels`` (workspace-relative) may not be accessed."""
+        rules = self._current()
         for rel in rels:
-            rule = self._rule(_lexical_parts(rel))
+            rule = self._rule(_lexical_parts(rel), rules)
             if rule == "sensitive":
                 raise JailError(SENSITIVE.format(shown))
             if rule == "hidden":
@@ -371,7 +500,154 @@ class Jail:
 
     def hidden(self, rel: str) -> bool:
         """Whether enumeration (list, glob, grep) must skip ``rel``."""
-        return self._rule(_split(rel)) in ("hidden", "sensitive")
+        return self._rule(_split(rel), self._current()) in ("hidden", "sensitive")
+
+    def protected_targets(self) -> tuple[ProtectedTarget, ...]:
+        """Every workspace-relative path protected now: the entries as configured, the
+        places inside the workspace they lead to when they are (or lie below)
+        symlinks, and the symlinks on the way (``kind="link"``). Traced as of now."""
+        root, info = self._root_stat()
+        extra = self._refresh(root, info).extra
+        return (*(ProtectedTarget("/".join(p), k) for p, k in self._entries), *extra)
+
+    # ------------------------------------------------------ protected targets
+
+    def _refresh(self, root: int, root_info: os.stat_result) -> _Rules:
+        """The protected rules, re-traced unless the cached ones are still valid.
+
+        Valid: traced from directories that had settled (unchanged for SETTLED_NS)
+        and whose (inode, mtime, ctime) are unchanged. A change after a trace moves
+        a settled directory's ctime (which no tool can set back), so it is seen."""
+        rules = self._rules
+        if (rules is not None and rules.trusted and rules.root_sig == _sig(root_info)
+                and (not rules.dirs
+                     or all(self._dir_sig(root, d) == sig for d, sig in rules.dirs))):
+            return rules
+        rules = self._trace_all(root, root_info)
+        self._rules = rules
+        return rules
+
+    @staticmethod
+    def _dir_sig(root: int, rel: str) -> _Sig:
+        try:
+            return _sig(os.stat(rel, dir_fd=root, follow_symlinks=False))
+        except OSError:
+            return None
+
+    def _trace_all(self, root: int, root_info: os.stat_result) -> _Rules:
+        """Trace every entry. ``root_info`` is the root's stat taken just before."""
+        started = time.time_ns()
+        hidden, readonly = self._hidden, self._readonly
+        links: set[tuple[str, ...]] = set()
+        dirs: set[str] = set()
+        extra: list[ProtectedTarget] = []
+        for parts, kind in self._entries:
+            if len(parts) == 1:  # the common case: a plain name in the root, one lstat
+                try:
+                    mode = os.lstat(parts[0], dir_fd=root).st_mode
+                except OSError:
+                    continue
+                if not st.S_ISLNK(mode) and not (st.S_ISREG(mode) and parts == (".git",)):
+                    continue
+            real, hops = self._trace(root, parts, dirs)
+            reals = [real]
+            if real is not None and parts == (".git",):
+                gitdir, more = self._gitdir(root, real, dirs)
+                reals.append(gitdir)
+                hops += more
+            for link in hops:
+                if tuple(_fold(link)) not in links:
+                    links.add(tuple(_fold(link)))
+                    extra.append(ProtectedTarget("/".join(link), "link"))
+            for got in reals:
+                if got is None:
+                    continue
+                key = tuple(_fold(got))
+                if kind == "hidden" and key not in hidden:
+                    hidden += (key,)
+                elif kind == "readonly" and key not in readonly:
+                    readonly += (key,)
+                else:
+                    continue
+                extra.append(ProtectedTarget("/".join(got), kind))
+        sigs = tuple((d, self._dir_sig(root, d)) for d in sorted(dirs))
+        trusted = started - root_info.st_ctime_ns > SETTLED_NS and all(
+            sig is not None and started - sig[2] > SETTLED_NS for _d, sig in sigs)
+        return _Rules(hidden, readonly, frozenset(links), tuple(extra), _sig(root_info), sigs,
+                      trusted)
+
+    def _gitdir(self, root: int, real: list[str],
+                dirs: set[str]) -> tuple[list[str] | None, list[list[str]]]:
+        """Where a ``.git`` *file* (``gitdir: <path>``, as ``git init
+        --separate-git-dir``, worktrees and submodules write) points, traced."""
+        rel = "/".join(real)
+        try:
+            fd = os.open(rel, READ_FLAGS | os.O_NOFOLLOW, dir_fd=root)
+        except OSError:
+            return None, []
+        try:
+            if not st.S_ISREG(os.fstat(fd).st_mode):
+                return None, []
+            head = os.read(fd, 4096).decode("utf-8", "replace")
+        finally:
+            os.close(fd)
+        dirs.add(rel)  # its content decides: revalidated by its own (inode, mtime, ctime)
+        line = head.split("\n", 1)[0].strip()
+        if not line.startswith("gitdir:"):
+            return None, []
+        target = line[len("gitdir:"):].strip()
+        if not target:
+            return None, []
+        if target.startswith("/"):
+            try:
+                parts = self._abs_target(rel, target)
+            except JailError:
+                return None, []  # outside: everything there is refused anyway
+        else:
+            parts = [*real[:-1], *_split(target)]
+        return self._trace(root, parts, dirs)
+
+    def _trace(self, root: int, entry: Sequence[str],
+               dirs: set[str]) -> tuple[list[str] | None, list[list[str]]]:
+        """Where a protected entry leads: its real workspace-relative components (the
+        part that does not exist yet taken as written), or None if it leads outside
+        or loops; the symlinks on the way. Adds the directories looked in to ``dirs``.
+
+        This computes policy, not access: nothing is opened, and an entry re-pointed
+        meanwhile is caught by the directory signatures on the next open."""
+        todo, names = list(entry), list[str]()
+        links: list[list[str]] = []
+        while todo:
+            comp = todo.pop(0)
+            if comp == "..":
+                if not names:
+                    return None, links
+                names.pop()
+                continue
+            where = "/".join(names)
+            if where:
+                dirs.add(where)
+            rel = f"{where}/{comp}" if where else comp
+            try:
+                info = os.lstat(rel, dir_fd=root)
+                if not st.S_ISLNK(info.st_mode):
+                    names.append(comp)
+                    continue
+                target = os.readlink(rel, dir_fd=root)
+            except OSError:  # missing (or not a directory): the rest as it would be made
+                return _collapse([*names, comp, *todo]), links
+            links.append([*names, comp])
+            if len(links) > MAX_SYMLINK_HOPS:
+                return None, links
+            if target.startswith("/"):
+                try:
+                    todo = self._abs_target(rel, target) + todo
+                except JailError:
+                    return None, links
+                names = []
+            else:
+                todo = _split(target) + todo
+        return names, links
 
     # ---------------------------------------------------------------- resolution
 
@@ -382,9 +658,11 @@ class Jail:
         Returns ``(fd, resolved workspace-relative path)``. Applies the protected and
         sensitive rules to the path as written and to the path really opened."""
         rel = self.relative(path)
+        root, info = self._root_stat()
         if check:
+            self._refresh(root, info)
             self.check(path, [rel], write=write)
-        fd, real = self._open_rel(path, rel, flags)
+        fd, real = self._open_rel(path, rel, flags, root)
         if check:
             try:
                 self.check(path, [real], write=write)
@@ -393,8 +671,10 @@ class Jail:
                 raise
         return fd, real
 
-    def _open_rel(self, shown: str, rel: str, flags: int) -> tuple[int, str]:
-        root = self._root()
+    def _open_rel(self, shown: str, rel: str, flags: int,
+                  root: int | None = None) -> tuple[int, str]:
+        if root is None:
+            root = self._root()
         if self.mode == "openat2":
             try:
                 fd = _openat2(root, rel or ".", flags)
@@ -497,18 +777,20 @@ class Jail:
         ``follow``. Checks the rules on every candidate path."""
         shown = path
         rel = self.relative(path)
+        root, info = self._root_stat()
+        self._refresh(root, info)
         self.check(shown, [rel], write=write)
         for _ in range(MAX_SYMLINK_HOPS + 1):
             head, _sep, name = rel.rstrip("/").rpartition("/")
             if name in ("", ".", ".."):
-                fd, real = self._open_rel(shown, rel, DIR_FLAGS)
+                fd, real = self._open_rel(shown, rel, DIR_FLAGS, root)
                 if real == "":
                     self.check(shown, [real], write=write)
                     return Located(fd, "", "", shown)
                 os.close(fd)
                 rel = real
                 continue
-            dfd, dreal = self._dir(shown, head, create=create, write=write)
+            dfd, dreal = self._dir(shown, head, root, create=create, write=write)
             full = f"{dreal}/{name}" if dreal else name
             try:
                 self.check(shown, [full], write=write)
@@ -531,10 +813,11 @@ class Jail:
             self.check(shown, [rel], write=write)
         raise BuiltinError(f'path "{shown}" has too many levels of symbolic links')
 
-    def _dir(self, shown: str, rel: str, *, create: bool, write: bool) -> tuple[int, str]:
+    def _dir(self, shown: str, rel: str, root: int, *, create: bool,
+             write: bool) -> tuple[int, str]:
         """A readable handle of directory ``rel`` (resolved), created if asked."""
         try:
-            return self._open_rel(shown, rel, DIR_FLAGS)
+            return self._open_rel(shown, rel, DIR_FLAGS, root)
         except FileNotFoundError:
             if not create or not _split(rel):
                 raise

@@ -9,6 +9,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ fs_list = fs.FUNCTIONS["fs.list"]
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
+def ws(tmp_path: Path) -> Iterator[Path]:
     ws = tmp_path / "ws"
     ws.mkdir()
     yield ws

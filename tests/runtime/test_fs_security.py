@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,7 +33,7 @@ def _modes() -> list[str]:
 
 
 @pytest.fixture(params=_modes())
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setattr(fs, "USE_OPENAT2", request.param == "openat2")
     yield request.param
     jail_mod.clear_jails()
@@ -65,7 +67,7 @@ def outside(p: str) -> str:
     return f'path "{p}" is outside the workspace'
 
 
-def refused(fn, *args, match: str, **kw) -> None:  # type: ignore[no-untyped-def]
+def refused(fn: Callable[..., object], *args: object, match: str, **kw: object) -> None:
     with pytest.raises(JailError) as info:
         fn(*args, **kw)
     assert str(info.value) == match
@@ -188,8 +190,10 @@ def test_proc_magic_fd_link(ctx: CallContext, tmp_path: Path) -> None:
 
 
 def test_nul_byte(ctx: CallContext) -> None:
-    for fn, args in [(fs.read, ()), (fs.write, ("x",)), (fs.exists, ()), (fs.stat, ()),
-                     (fs_list, ()), (fs.mkdir, ()), (fs.remove, ())]:
+    calls: list[tuple[Callable[..., object], tuple[str, ...]]] = [
+        (fs.read, ()), (fs.write, ("x",)), (fs.exists, ()), (fs.stat, ()),
+        (fs_list, ()), (fs.mkdir, ()), (fs.remove, ())]
+    for fn, args in calls:
         with pytest.raises(JailError, match="contains a NUL byte"):
             fn(ctx, "inside.txt\x00../../etc/passwd", *args)
     with pytest.raises(JailError, match="NUL"):
@@ -371,8 +375,9 @@ def _swapper(ws: Path, name: str, stop: threading.Event, flips: list[int]) -> No
         flips[0] += 1
 
 
-def _race(ctx: CallContext, name: str, make_inside, outside_target: str,  # type: ignore[no-untyped-def]
-          attempt, both: bool = True) -> tuple[int, int]:
+def _race(ctx: CallContext, name: str, make_inside: Callable[[Path], None],
+          outside_target: str, attempt: Callable[[], None],
+          both: bool = True) -> tuple[int, int]:
     ws = ctx.config.workspace
     make_inside(ws / name)
     os.symlink(outside_target, ws / ".other")
@@ -475,3 +480,254 @@ def test_race_write_below_a_directory_swapped_for_symlink(ctx: CallContext,
 
     _race(ctx, "d", inside, str(tmp_path / "outside"), attempt)
     assert sorted(os.listdir(tmp_path / "outside")) == ["secret.txt"]
+
+
+# ------------------------------------------------- protected entries that are symlinks
+# Protection applies to the object, not to its spelling: when ".harness", ".git",
+# "harness.md" or an fs.protected entry is itself a symlink (or lies below one), the
+# place it leads to is protected the same way.
+
+HIDDEN_MSG = 'path "{}" is protected (not readable or writable by tools)'
+RO_MSG = 'path "{}" is protected (read-only)'
+FSMONITOR = "[core]\n\tfsmonitor = touch /tmp/pwned\n"
+
+
+def _link_protected(ws: Path) -> None:
+    """ws/.harness -> config/harness and ws/.git -> gitdir, both real directories inside."""
+    (ws / "config").mkdir()
+    shutil.move(ws / ".harness", ws / "config" / "harness")
+    os.symlink("config/harness", ws / ".harness")
+    shutil.move(ws / ".git", ws / "gitdir")
+    os.symlink("gitdir", ws / ".git")
+    (ws / "config" / "other.txt").write_text("other")
+
+
+def test_symlinked_harness_dir_target_is_hidden(ctx: CallContext) -> None:
+    ws = ctx.config.workspace
+    _link_protected(ws)
+    p = "config/harness/tools/evil.md"
+    refused(fs.write, ctx, p, "---\nscript: x\n---\n", match=HIDDEN_MSG.format(p))
+    assert not (ws / "config" / "harness" / "tools" / "evil.md").exists()
+    t = "config/harness/tools/t.md"
+    refused(fs.read, ctx, t, match=HIDDEN_MSG.format(t))
+    refused(fs.edit, ctx, t, "tool", "x", match=HIDDEN_MSG.format(t))
+    refused(fs.append, ctx, t, "x", match=HIDDEN_MSG.format(t))
+    refused(fs.exists, ctx, t, match=HIDDEN_MSG.format(t))
+    refused(fs.stat, ctx, t, match=HIDDEN_MSG.format(t))
+    refused(fs.remove, ctx, t, match=HIDDEN_MSG.format(t))
+    refused(fs_list, ctx, "config/harness", match=HIDDEN_MSG.format("config/harness"))
+    refused(fs.mkdir, ctx, "config/harness/hooks",
+            match=HIDDEN_MSG.format("config/harness/hooks"))
+    refused(fs.grep, ctx, "tool", path="config/harness",
+            match=HIDDEN_MSG.format("config/harness"))
+    refused(fs.remove, ctx, "config", recursive=True, match=HIDDEN_MSG.format("config/harness"))
+    abs_t = str(ws / t)
+    refused(fs.read, ctx, abs_t, match=HIDDEN_MSG.format(abs_t))
+    # enumeration does not show it
+    assert [e["name"] for e in fs_list(ctx, "config")] == ["other.txt"]
+    assert fs.glob(ctx, "config/**/*") == ["config/other.txt"]
+    assert fs.grep(ctx, "tool secret") == []
+    assert not (ws / "config" / "harness" / "hooks").exists()
+    assert (ws / "config" / "harness" / "tools" / "t.md").read_text() == "tool secret"
+    # the spelling through the link stays protected; the rest of config/ is not
+    refused(fs.read, ctx, ".harness/tools/t.md", match=HIDDEN_MSG.format(".harness/tools/t.md"))
+    fs.write(ctx, "config/other.txt", "changed")
+    assert fs.read(ctx, "config/other.txt") == "changed"
+
+
+def test_symlinked_git_dir_target_is_read_only(ctx: CallContext) -> None:
+    ws = ctx.config.workspace
+    _link_protected(ws)
+    refused(fs.write, ctx, "gitdir/config", FSMONITOR, match=RO_MSG.format("gitdir/config"))
+    refused(fs.append, ctx, "gitdir/config", FSMONITOR, match=RO_MSG.format("gitdir/config"))
+    refused(fs.edit, ctx, "gitdir/config", "[core]\n", FSMONITOR,
+            match=RO_MSG.format("gitdir/config"))
+    refused(fs.write, ctx, "gitdir/hooks/pre-commit", "#!/bin/sh\n",
+            match=RO_MSG.format("gitdir/hooks/pre-commit"))
+    refused(fs.mkdir, ctx, "gitdir/hooks", match=RO_MSG.format("gitdir/hooks"))
+    refused(fs.remove, ctx, "gitdir/config", match=RO_MSG.format("gitdir/config"))
+    refused(fs.remove, ctx, "gitdir", recursive=True, match=RO_MSG.format("gitdir"))
+    refused(fs.write, ctx, "./x/../gitdir/config", "x",
+            match=RO_MSG.format("./x/../gitdir/config"))
+    refused(fs.write, ctx, "GITDIR/config", "x", match=RO_MSG.format("GITDIR/config"))
+    assert (ws / "gitdir" / "config").read_text() == "[core]\n"
+    assert not (ws / "gitdir" / "hooks").exists()
+    # read-only stays readable, under both spellings
+    assert fs.read(ctx, "gitdir/config") == "[core]\n"
+    assert fs.read(ctx, ".git/config") == "[core]\n"
+    assert "gitdir/config" in fs.glob(ctx, "gitdir/*")
+    # a name merely alike is not protected
+    fs.write(ctx, "gitdir2/config", "fine")
+
+
+def test_symlinked_harness_md_target_is_read_only(ctx: CallContext) -> None:
+    ws = ctx.config.workspace
+    (ws / "docs").mkdir()
+    os.rename(ws / "harness.md", ws / "docs" / "prompt.md")
+    os.symlink("docs/prompt.md", ws / "harness.md")
+    refused(fs.write, ctx, "docs/prompt.md", "evil", match=RO_MSG.format("docs/prompt.md"))
+    refused(fs.edit, ctx, "docs/prompt.md", "prompt", "evil",
+            match=RO_MSG.format("docs/prompt.md"))
+    refused(fs.remove, ctx, "docs/prompt.md", match=RO_MSG.format("docs/prompt.md"))
+    refused(fs.remove, ctx, "docs", recursive=True, match=RO_MSG.format("docs/prompt.md"))
+    assert fs.read(ctx, "docs/prompt.md").endswith("prompt\n")
+    fs.write(ctx, "docs/prompt.md.bak", "fine")
+
+
+def test_symlinked_config_protected_entries(ws: Path) -> None:
+    # "legal" is a symlink; "vendor/lib" lies below a symlinked directory
+    (ws / "docs" / "legal").mkdir(parents=True)
+    (ws / "docs" / "legal" / "terms.md").write_text("terms")
+    (ws / "third_party" / "lib").mkdir(parents=True)
+    (ws / "third_party" / "lib" / "a.c").write_text("int a;")
+    (ws / "third_party" / "notes.md").write_text("notes")
+    os.symlink("docs/legal", ws / "legal")
+    os.symlink("third_party", ws / "vendor")
+    cfg = Config(root=ws, workspace=ws,
+                 fs=FsConfig(protected=(*ALWAYS_PROTECTED, "legal", "vendor/lib")))
+    ctx = CallContext(config=cfg)
+    refused(fs.write, ctx, "docs/legal/terms.md", "x", match=RO_MSG.format("docs/legal/terms.md"))
+    refused(fs.write, ctx, "third_party/lib/a.c", "x", match=RO_MSG.format("third_party/lib/a.c"))
+    refused(fs.write, ctx, "legal/terms.md", "x", match=RO_MSG.format("legal/terms.md"))
+    assert fs.read(ctx, "docs/legal/terms.md") == "terms"
+    fs.write(ctx, "third_party/notes.md", "fine")
+    fs.write(ctx, "docs/readme.md", "fine")
+
+
+def test_links_leading_to_a_protected_entry_cannot_be_removed(ctx: CallContext) -> None:
+    # .harness -> cfg -> config/harness: removing "cfg" would re-point .harness at a
+    # place the next write could fill
+    ws = ctx.config.workspace
+    _link_protected(ws)
+    os.remove(ws / ".harness")
+    os.symlink("cfg", ws / ".harness")
+    os.symlink("config/harness", ws / "cfg")
+    refused(fs.remove, ctx, "cfg", match=RO_MSG.format("cfg"))
+    refused(fs.write, ctx, "cfg", "x", match=RO_MSG.format("cfg"))
+    refused(fs.read, ctx, "cfg/tools/t.md", match=HIDDEN_MSG.format("cfg/tools/t.md"))
+    refused(fs.write, ctx, "config/harness/tools/evil.md", "x",
+            match=HIDDEN_MSG.format("config/harness/tools/evil.md"))
+    assert os.path.islink(ws / "cfg")
+    assert "cfg" not in fs.glob(ctx, "*")
+
+
+def test_dangling_protected_symlink_target_cannot_be_created(ctx: CallContext) -> None:
+    ws = ctx.config.workspace
+    shutil.rmtree(ws / ".harness")
+    os.symlink("config/harness", ws / ".harness")  # config/ does not exist yet
+    p = "config/harness/tools/evil.md"
+    refused(fs.write, ctx, p, "x", match=HIDDEN_MSG.format(p))
+    refused(fs.mkdir, ctx, "config/harness", match=HIDDEN_MSG.format("config/harness"))
+    assert not (ws / "config" / "harness").exists()
+    fs.mkdir(ctx, "config")  # the parent is not protected
+    refused(fs.write, ctx, p, "x", match=HIDDEN_MSG.format(p))
+    refused(fs.write, ctx, "config/harness", "x", match=HIDDEN_MSG.format("config/harness"))
+    assert os.listdir(ws / "config") == []
+
+
+def test_absolute_protected_symlink_inside(ctx: CallContext, tmp_path: Path) -> None:
+    ws = ctx.config.workspace
+    _link_protected(ws)
+    os.remove(ws / ".git")
+    os.symlink(ws / "gitdir", ws / ".git")
+    refused(fs.write, ctx, "gitdir/config", FSMONITOR, match=RO_MSG.format("gitdir/config"))
+    # a protected entry leading outside protects nothing inside, and breaks nothing
+    os.remove(ws / ".git")
+    os.symlink(tmp_path / "outside", ws / ".git")
+    fs.write(ctx, "gitdir/config", "now an ordinary file")
+    refused(fs.read, ctx, ".git/secret.txt", match=outside(".git/secret.txt"))
+
+
+def test_protection_follows_a_re_pointed_entry(ctx: CallContext,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resolved targets are cached; a change of the tree is seen on the next call,
+    also when the cache is trusted at once (no settling time)."""
+    monkeypatch.setattr(jail_mod, "SETTLED_NS", 0)
+    ws = ctx.config.workspace
+    _link_protected(ws)
+    (ws / "config" / "alt").mkdir()
+    refused(fs.write, ctx, "config/harness/x.md", "x",
+            match=HIDDEN_MSG.format("config/harness/x.md"))
+    fs.write(ctx, "config/alt/x.md", "x")
+    before = os.stat(ws).st_ctime_ns
+    while os.stat(ws).st_ctime_ns == before:  # until the directory's change time moves
+        os.remove(ws / ".harness")
+        os.symlink("config/alt", ws / ".harness")
+    refused(fs.write, ctx, "config/alt/x.md", "y", match=HIDDEN_MSG.format("config/alt/x.md"))
+    fs.write(ctx, "config/harness/x.md", "x")  # no longer what .harness is
+
+
+def test_race_write_below_a_directory_swapped_for_a_link_to_protected(
+        ctx: CallContext) -> None:
+    """A name flipping between a plain directory and a symlink to the (symlinked)
+    .harness target: a write below it never lands in the protected directory."""
+    ws = ctx.config.workspace
+    _link_protected(ws)
+    os.mkdir(ws / "d")
+    os.mkdir(ws / "d" / "tools")
+    os.symlink("config/harness", ws / ".other")
+    stop, flips = threading.Event(), [0]
+    t = threading.Thread(target=_swapper, args=(ws, "d", stop, flips), daemon=True)
+    t.start()
+    ok = denied = n = 0
+    try:
+        while t.is_alive() and n < 20000 and (n < 500 or flips[0] < 200 or not (ok and denied)):
+            n += 1
+            try:
+                fs.write(ctx, "d/tools/evil.md", "x")
+                ok += 1
+            except JailError as e:
+                assert str(e) == HIDDEN_MSG.format("d/tools/evil.md")
+                denied += 1
+            except BuiltinError as e:
+                assert "does not exist" in str(e) or "changed" in str(e), str(e)
+    finally:
+        stop.set()
+        t.join()
+    assert flips[0] >= 200 and ok
+    assert sorted(os.listdir(ws / "config" / "harness" / "tools")) == ["t.md"]
+
+
+# --------------------------------------------------- absolute paths normalised lexically
+
+def test_absolute_path_normalising_inside(ctx: CallContext, tmp_path: Path) -> None:
+    ws = str(ctx.config.workspace)
+    name = os.path.basename(ws)
+    p = f"{ws}/../{name}/inside.txt"
+    assert fs.read(ctx, p) == "inside"
+    assert fs.write(ctx, f"{ws}/../{name}/new.txt", "n")["path"] == "new.txt"
+    os.mkdir(f"{ws}/sub")
+    assert fs.read(ctx, f"{ws}/sub/../inside.txt") == "inside"
+    assert fs.exists(ctx, f"//{ws.lstrip('/')}/inside.txt")
+    # real escapes stay refused, however they are spelled
+    for bad in (f"{ws}/../{name}-evil/secret.txt", f"{ws}/../outside/secret.txt",
+                f"{ws}/../{name}/../outside/secret.txt", f"{ws}/sub/../../outside/secret.txt",
+                f"{ws}/..", f"{ws}/../{name}/../../../../etc/passwd"):
+        refused(fs.read, ctx, bad, match=outside(bad))
+    refused(fs.write, ctx, f"{ws}/../outside/w.txt", "x", match=outside(f"{ws}/../outside/w.txt"))
+    assert not (tmp_path / "outside" / "w.txt").exists()
+    # relative ".." climbing above the workspace is refused as written, as before
+    refused(fs.read, ctx, f"../{name}/inside.txt", match=outside(f"../{name}/inside.txt"))
+    # the protected and sensitive rules apply to the normalised path
+    refused(fs.write, ctx, f"{ws}/../{name}/.git/config", "x",
+            match=RO_MSG.format(f"{ws}/../{name}/.git/config"))
+    refused(fs.read, ctx, f"{ws}/../{name}/.harness/tools/t.md",
+            match=HIDDEN_MSG.format(f"{ws}/../{name}/.harness/tools/t.md"))
+
+
+@pytest.mark.parametrize("kind", ["relative", "absolute"])
+def test_git_file_pointing_inside_protects_the_git_dir(ctx: CallContext, kind: str) -> None:
+    """``.git`` as a file (git init --separate-git-dir, worktrees, submodules)."""
+    ws = ctx.config.workspace
+    shutil.move(ws / ".git", ws / "gitstore")
+    target = "gitstore" if kind == "relative" else str(ws / "gitstore")
+    (ws / ".git").write_text(f"gitdir: {target}\n")
+    refused(fs.write, ctx, "gitstore/config", FSMONITOR, match=RO_MSG.format("gitstore/config"))
+    refused(fs.write, ctx, "gitstore/hooks/pre-commit", "#!/bin/sh\n",
+            match=RO_MSG.format("gitstore/hooks/pre-commit"))
+    refused(fs.write, ctx, ".git", "gitdir: elsewhere\n", match=RO_MSG.format(".git"))
+    assert fs.read(ctx, "gitstore/config") == "[core]\n"
+    assert (ws / "gitstore" / "config").read_text() == "[core]\n"
+    # a .git file that is not a gitdir pointer protects only itself
+    (ws / ".git").write_text("not a pointer\n")
+    fs.write(ctx, "gitstore/config", "now ordinary")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from harness.config import Config, FsConfig
 from harness.errors import BuiltinError, JailError
 from harness.runtime import jail as jail_mod
-from harness.runtime.jail import Jail, get_jail, is_sensitive
+from harness.runtime.jail import Jail, ProtectedTarget, get_jail, is_sensitive, sensitive_patterns
 
 
 def _modes() -> list[bool]:
@@ -25,7 +26,7 @@ def use_openat2(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
+def ws(tmp_path: Path) -> Iterator[Path]:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("A")
@@ -34,7 +35,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def jail(ws: Path, use_openat2: bool) -> Jail:
+def jail(ws: Path, use_openat2: bool) -> Iterator[Jail]:
     j = Jail(ws, (), use_openat2=use_openat2)
     yield j
     j.close()
@@ -66,6 +67,30 @@ def test_relative(jail: Jail, ws: Path) -> None:
         jail.relative("")
     with pytest.raises(BuiltinError, match="path must be a string, got bytes"):
         jail.relative(b"a.txt")  # type: ignore[arg-type]
+
+
+def test_absolute_paths_normalised_lexically(jail: Jail, ws: Path, tmp_path: Path,
+                                            use_openat2: bool) -> None:
+    n = ws.name
+    assert jail.relative(f"{ws}/../{n}/a.txt") == "a.txt"
+    assert jail.relative(f"{ws}/../{n}") == ""
+    assert jail.relative(f"{ws}/x/../../{n}/y") == "y"
+    assert jail.relative(f"{ws}/../{n}/d/../x") == "d/../x"  # the inside part: the resolver's
+    assert jail.relative(f"//{str(ws).lstrip('/')}/a.txt") == "a.txt"
+    assert read(jail, f"{ws}/../{n}/a.txt") == "A"
+    assert jail.display(f"{ws}/../{n}/./b//c") == "b/c"
+    for bad in (f"{ws}/../{n}-evil", f"{ws}/..", f"{ws}/../{n}/../x", f"{ws}/../../{n}/x",
+                f"{ws}/a/../../{n}-evil/x", f"../{n}/a.txt", f"{ws}/../{n}/../../../../etc"):
+        with pytest.raises(JailError, match=f'path "{bad}" is outside the workspace'):
+            jail.relative(bad)
+    # the workspace reached through a symlink: either spelling normalises inside
+    os.symlink(ws, tmp_path / "alias")
+    j = Jail(tmp_path / "alias", (), use_openat2=use_openat2)
+    try:
+        assert j.relative(f"{tmp_path}/alias/../{n}/a.txt") == "a.txt"
+        assert j.relative(f"{tmp_path}/{n}/../alias/a.txt") == "a.txt"
+    finally:
+        j.close()
 
 
 def test_display(jail: Jail, ws: Path) -> None:
@@ -127,6 +152,96 @@ def test_protected_rules(ws: Path) -> None:
                     ".gitignore", "escape", "VERSION2"):
             j.check(rel, [rel], write=True)
         assert j.hidden(".harness/tools") and j.hidden("x/.env") and not j.hidden(".git")
+    finally:
+        j.close()
+
+
+def test_sensitive_patterns_are_what_is_sensitive_applies() -> None:
+    pats = sensitive_patterns()
+    assert ".env" in pats.names and "*.pem" in pats.names and ".ssh" in pats.dirs
+    assert (".docker", "config.json") in pats.sequences
+    for name in pats.names:
+        assert is_sensitive(["x", name.replace("*", "a")])
+    for d in pats.dirs:
+        assert is_sensitive([d]) and is_sensitive(["a", d, "b"])
+    for seq in pats.sequences:
+        assert is_sensitive(["a", *seq]) and not is_sensitive(list(seq[:-1]))
+
+
+def test_protected_targets_follow_symlinks(ws: Path, use_openat2: bool) -> None:
+    (ws / "config" / "harness").mkdir(parents=True)
+    os.symlink("config/harness", ws / ".harness")
+    (ws / "gitdir").mkdir()
+    os.symlink(ws / "gitdir", ws / ".git")  # absolute, inside
+    os.symlink("docs", ws / "d")  # "d/legal" leads to docs/legal, which does not exist yet
+    os.symlink("loop", ws / "loop")
+    os.symlink(ws.parent, ws / "up")  # leads outside: protects nothing inside
+    j = Jail(ws, ("d/legal", "loop", "up/x"), use_openat2=use_openat2)
+    try:
+        P = ProtectedTarget
+        assert set(j.protected_targets()) == {
+            P(".harness", "hidden"), P(".harness", "link"), P("config/harness", "hidden"),
+            P("harness.md", "readonly"), P(".git", "readonly"), P(".git", "link"),
+            P("gitdir", "readonly"), P("d/legal", "readonly"), P("d", "link"),
+            P("docs/legal", "readonly"), P("loop", "readonly"), P("loop", "link"),
+            P("up/x", "readonly"), P("up", "link")}
+        with pytest.raises(JailError, match="not readable or writable"):
+            j.check("config/harness/x", ["config/harness/x"], write=False)
+        with pytest.raises(JailError, match=r"read-only"):
+            j.check("docs/legal/a", ["docs/legal/a"], write=True)
+        with pytest.raises(JailError, match=r"read-only"):  # the link itself, exactly
+            j.check("d", ["d"], write=True)
+        j.check("d/other", ["d/other"], write=True)  # not what is under it
+        j.check("docs/other", ["docs/other"], write=True)
+        assert j.hidden("config/harness/tools") and not j.hidden("config")
+    finally:
+        j.close()
+
+
+def test_protected_targets_are_cached_until_the_tree_changes(
+        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (ws / "config" / "harness").mkdir(parents=True)
+    (ws / "src").mkdir()
+    os.symlink("config/harness", ws / ".harness")
+    traces: list[int] = []
+    trace_all = Jail._trace_all
+
+    def counting(self: Jail, root: int, info: os.stat_result) -> jail_mod._Rules:
+        traces.append(1)
+        return trace_all(self, root, info)
+
+    monkeypatch.setattr(Jail, "_trace_all", counting)
+    j = Jail(ws, ())
+
+    def changed(d: Path, name: str) -> None:
+        """Change directory d until its change time moves (timestamps are coarse)."""
+        before = os.stat(d).st_ctime_ns
+        while os.stat(d).st_ctime_ns == before:
+            (d / name).touch()
+            (d / name).unlink()
+
+    try:
+        # not settled yet (just created): traced again on every open
+        monkeypatch.setattr(jail_mod, "SETTLED_NS", 10 ** 18)
+        read(j, "a.txt")
+        read(j, "a.txt")
+        assert len(traces) == 2
+        # settled: traced once, then reused while nothing it looked at changes
+        monkeypatch.setattr(jail_mod, "SETTLED_NS", -(10 ** 18))
+        read(j, "a.txt")
+        read(j, "a.txt")
+        changed(ws / "src", "x")  # not looked at
+        read(j, "a.txt")
+        assert len(traces) == 3
+        changed(ws / "config", "x")  # looked in to find config/harness
+        read(j, "a.txt")
+        assert len(traces) == 4
+        changed(ws, "x")
+        with j.locate("a.txt"):
+            pass
+        assert len(traces) == 5
+        j.check("a.txt", ["a.txt"], write=True)  # uses the rules of the current call
+        assert len(traces) == 5
     finally:
         j.close()
 
