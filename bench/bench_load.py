@@ -95,6 +95,32 @@ def command(root: Path) -> list[str]:
     return [sys.executable, "-c", code, str(root)]
 
 
+def stale_bytecode() -> int:
+    """How many harness modules the timed process compiles from source on every run.
+
+    With PYTHONDONTWRITEBYTECODE set (as in some dev shells) a module edited since its
+    .pyc was written is recompiled each run, which adds tens of ms; installs do not.
+    """
+    import importlib.util
+
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return 0
+    package = Path(__file__).resolve().parents[1] / "harness"
+    stale = 0
+    for source in package.rglob("*.py"):
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        try:
+            head = cached.read_bytes()[:16]
+        except OSError:
+            stale += 1
+            continue
+        stat = source.stat()
+        if (int.from_bytes(head[8:12], "little") != int(stat.st_mtime) & 0xFFFFFFFF
+                or int.from_bytes(head[12:16], "little") != stat.st_size & 0xFFFFFFFF):
+            stale += 1
+    return stale
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tools", type=int, default=1000)
@@ -124,7 +150,14 @@ def main() -> None:
         print(f"runs: {', '.join(f'{t:.3f}' for t in times)} s wall; "
               f"cpu (user+sys): {', '.join(f'{t:.3f}' for t in cpu)} s; "
               f"load average {os.getloadavg()[0]:.1f} (wall time suffers when the machine is busy)")
-        print(f"median cpu: {statistics.median(cpu):.3f} s; best wall: {min(times):.3f} s")
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        print(f"median cpu: {statistics.median(cpu):.3f} s (all processes); best wall: "
+              f"{min(times):.3f} s; {cores} usable cores")
+        stale = stale_bytecode()
+        if stale:
+            print(f"note: PYTHONDONTWRITEBYTECODE is set and {stale} harness modules have no "
+                  "up-to-date .pyc: each run compiles them (run `python -m compileall harness` "
+                  "without that variable to time what an install runs)")
         print(f"median: {median:.3f} s total, {median / artifacts * 1000:.3f} ms per artifact, "
               f"{median / GOAL_S:.2f}x the {GOAL_S} s goal")
 

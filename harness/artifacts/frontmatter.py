@@ -370,7 +370,8 @@ class _Builder:
             values_at = self.values_at
             for key_node, value_node in node.value:
                 if key_node.__class__ is yaml.ScalarNode:
-                    key = self.scalar(key_node)
+                    # Most keys and values are plain strings: no call for those.
+                    key = key_node.value if key_node.tag == _STR else self.scalar(key_node)
                 else:
                     raise yaml.constructor.ConstructorError(
                         None, None, "a mapping key must be a plain value, not a list or mapping",
@@ -385,7 +386,8 @@ class _Builder:
                 if value_node.__class__ is yaml.ScalarNode:
                     vm = value_node.start_mark
                     values_at[sub] = (vm.line, vm.column, value_node.style)
-                    out[key] = self.scalar(value_node)
+                    out[key] = (value_node.value if value_node.tag == _STR
+                                else self.scalar(value_node))
                 else:
                     out[key] = self.build(value_node, sub)
             return out

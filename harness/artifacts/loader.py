@@ -10,7 +10,7 @@ a lower layer. Loading never raises for content problems: they all end up in
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,51 @@ class Loaded:
     project: Project
     tool_entries: dict[str, Entry] = field(default_factory=dict)
     hook_entries: dict[str, Entry] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    """One ``.harness/tools|hooks/*.md`` file read, split and built ahead of :func:`load`.
+
+    What :func:`prepare_all` computes from the file alone (no other artifact involved), so it
+    can run in another process: the problems of reading and splitting it, its entry, and
+    the spec built from the entry with that step's problems. ``load`` uses it in place
+    of doing the same work when the entry is chosen; layering stays in ``load``.
+    """
+
+    problems: tuple[Problem, ...] = ()
+    entry: Entry | None = None
+    spec: ToolSpec | HookSpec | None = None
+    spec_problems: tuple[Problem, ...] = ()
+
+
+def artifact_files(root: Path) -> list[tuple[str, Path, str]]:
+    """``(relative path, path, kind)`` of every ``.harness/tools|hooks/*.md``, in load order."""
+    dot = Path(root) / DOT_HARNESS
+    ignored: list[Problem] = []  # load() reports these itself
+    return [(rel, path, kind) for kind in ("tool", "hook")
+            for rel, path in _md_files(dot / f"{kind}s", f"{DOT_HARNESS}/{kind}s", ignored)]
+
+
+def prepare_all(files: list[tuple[Path, str, str]]) -> list[Prepared]:
+    """Read, split and build each ``(path, rel, kind)`` file exactly as :func:`load` would:
+    every file is read and split, then every spec is built (one phase at a time keeps the
+    same code hot in the caches)."""
+    read: list[tuple[list[Problem], Entry | None]] = []
+    for path, rel, kind in files:
+        problems: list[Problem] = []
+        read.append((problems, _artifact(path, rel, kind, problems)))
+    out = []
+    for problems, entry in read:
+        if entry is None:
+            out.append(Prepared(problems=tuple(problems)))
+            continue
+        built: list[Problem] = []
+        spec: ToolSpec | HookSpec = (_tool(entry, built) if entry.kind == "tool"
+                                     else _hook(entry, built))
+        out.append(Prepared(problems=tuple(problems), entry=entry, spec=spec,
+                            spec_problems=tuple(built)))
+    return out
 
 
 def load_project(root: Path) -> Project:
@@ -215,9 +260,16 @@ def _config_keys() -> tuple[str, ...]:
     return KNOWN_KEYS
 
 
-def load(root: Path) -> Loaded:
-    """Load ``root``; return the project and the entry behind every spec."""
+def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
+    """Load ``root``; return the project and the entry behind every spec.
+
+    ``prepared`` maps the relative path of ``.harness/tools|hooks/*.md`` files to what
+    :func:`prepare_all` returned for them; files missing from it are read here.
+    """
     from harness.config import parse_config
+
+    ready: Mapping[str, Prepared] = prepared or {}
+    built: dict[int, Prepared] = {}  # id(entry) -> its preparation, for chosen entries
 
     root = Path(root)
     problems: list[Problem] = []
@@ -261,7 +313,14 @@ def load(root: Path) -> Loaded:
     for kind in ("tool", "hook"):
         folder = f"{kind}s"
         for rel, path in _md_files(dot / folder, f"{DOT_HARNESS}/{folder}", problems):
-            entry = _artifact(path, rel, kind, problems)
+            prep = ready.get(rel)
+            if prep is None:
+                entry = _artifact(path, rel, kind, problems)
+            else:
+                problems.extend(prep.problems)
+                entry = prep.entry
+                if entry is not None:
+                    built[id(entry)] = prep
             if entry is not None:
                 layered[kind].append(entry)
     for rel, path in _md_files(dot / "overrides", f"{DOT_HARNESS}/overrides", problems):
@@ -307,12 +366,22 @@ def load(root: Path) -> Loaded:
     tools: dict[str, ToolSpec] = {}
     for name in sorted(chosen["tool"]):
         e = chosen["tool"][name]
-        tools[name] = _tool(e, problems)
+        prep = built.get(id(e))
+        if prep is not None and isinstance(prep.spec, ToolSpec):
+            problems.extend(prep.spec_problems)
+            tools[name] = prep.spec
+        else:
+            tools[name] = _tool(e, problems)
         loaded.tool_entries[name] = e
     hooks: list[HookSpec] = []
     for name in sorted(chosen["hook"]):
         e = chosen["hook"][name]
-        hooks.append(_hook(e, problems))
+        prep = built.get(id(e))
+        if prep is not None and isinstance(prep.spec, HookSpec):
+            problems.extend(prep.spec_problems)
+            hooks.append(prep.spec)
+        else:
+            hooks.append(_hook(e, problems))
         loaded.hook_entries[name] = e
     hooks.sort(key=lambda h: (h.priority, h.name))
 

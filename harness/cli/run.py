@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.common import handle_errors, root_option
-from harness.results import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from harness.results import ToolCall, ToolResult
 
 _PREVIEW = 160
 

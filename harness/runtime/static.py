@@ -32,8 +32,10 @@ _TOKENS = re.compile(
     r"""(?P<skip>\#[^\n]*|[rRbB]{{0,2}}(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))"""
     r"""|(?<![\w.])(?P<mod>{})[ \t]*\.[ \t]*(?P<attr>[A-Za-z_]\w*)""".format("|".join(
         sorted(surface.TOOL_MODULES, key=len, reverse=True))))
-_QUICK = re.compile(r"(?<![\w.])({})[ \t]*\.[ \t]*([A-Za-z_]\w*)".format("|".join(
-    sorted(surface.TOOL_MODULES, key=len, reverse=True))))
+# The same matches as ``(?<![\w.])(fs|...)``, with each name checked after it matched: a
+# pattern that starts with the names lets the regex engine skip to their first letters.
+_QUICK = re.compile(r"({})[ \t]*\.[ \t]*([A-Za-z_]\w*)".format("|".join(
+    rf"{name}(?<![\w.]{name})" for name in sorted(surface.TOOL_MODULES, key=len, reverse=True))))
 # Strings and comments only (masked before scanning for structure).
 _SKIP = re.compile(
     r"""\#[^\n]*|[rRbB]{0,2}(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")""")
