@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -105,6 +107,36 @@ def _restore() -> Iterator[None]:
     validation.PARALLEL, validation.CHUNK_FILES, validation.analyse = saved
 
 
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+FORCE_SUBPROCESS = False  # tests of this helper set it
+
+
+def alone(body: Callable[..., None], *args: Any) -> None:
+    """Run ``body(*args)`` in a single-threaded process.
+
+    check_project refuses to fork while other threads run, and earlier tests in the same
+    pytest process may have left threads behind (thread pools, servers); then the body
+    runs in a fresh interpreter, where nothing else runs, and must pass there.
+    """
+    if _threads() == 1 and not FORCE_SUBPROCESS:
+        body(*args)
+        return
+    plain = tuple(str(a) if isinstance(a, Path) else a for a in args)
+    code = ("import runpy\nfrom pathlib import Path\n"
+            f"m = runpy.run_path({str(Path(__file__))!r})\n"
+            f"args = [Path(a) if isinstance(a, str) else a for a in {plain!r}]\n"
+            f"m[{body.__name__!r}](*args)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def run(root: Path, parallel: bool, strict: bool = False) -> Project:
     validation.PARALLEL = parallel
     return validation.check_project(root, strict=strict)
@@ -139,7 +171,10 @@ def _gate_child_first(original: Callable[..., Any]) -> Callable[..., Any]:
 
 @pytest.mark.parametrize("strict", [False, True])
 def test_parallel_equals_serial(project_root: tuple[Path, int], strict: bool) -> None:
-    root, files = project_root
+    alone(_parallel_equals_serial, project_root[0], project_root[1], strict)
+
+
+def _parallel_equals_serial(root: Path, files: int, strict: bool) -> None:
     assert files >= 140
     serial = run(root, False, strict)
     assert validation.last_run.files == ()
@@ -162,7 +197,10 @@ def test_parallel_equals_serial(project_root: tuple[Path, int], strict: bool) ->
 
 
 def test_auto_mode_forks_for_large_projects(project_root: tuple[Path, int]) -> None:
-    root, files = project_root
+    alone(_auto_mode_forks_for_large_projects, project_root[0])
+
+
+def _auto_mode_forks_for_large_projects(root: Path) -> None:
     serial = run(root, False)
     validation.PARALLEL = None
     auto = validation.check_project(root)
@@ -172,7 +210,10 @@ def test_auto_mode_forks_for_large_projects(project_root: tuple[Path, int]) -> N
 
 
 def test_a_dying_child_has_its_chunks_redone(project_root: tuple[Path, int]) -> None:
-    root, _files = project_root
+    alone(_a_dying_child_has_its_chunks_redone, project_root[0])
+
+
+def _a_dying_child_has_its_chunks_redone(root: Path) -> None:
     serial = run(root, False)
     parent = os.getpid()
     original = validation.analyse
@@ -210,3 +251,12 @@ def test_small_project_stays_serial(tmp_path: Path) -> None:
     validation.PARALLEL = None
     validation.check_project(tmp_path)
     assert validation.last_run.files == ()
+
+
+def test_bodies_also_pass_in_a_fresh_interpreter(project_root: tuple[Path, int]) -> None:
+    global FORCE_SUBPROCESS
+    FORCE_SUBPROCESS = True
+    try:
+        alone(_auto_mode_forks_for_large_projects, project_root[0])
+    finally:
+        FORCE_SUBPROCESS = False
