@@ -29,7 +29,7 @@ from harness.audit import AuditLog, log_event
 from harness.errors import BuiltinError, LoadError, UsageError
 from harness.hooks import HookChain
 from harness.pipeline import Handler, Registry, policy_allows, run_call
-from harness.results import ToolCall, ToolResult
+from harness.results import ToolCall, ToolResult, make_call
 from harness.runtime.builtins.cache import MemoryCache
 from harness.runtime.context import CallContext, ScriptRuntime
 
@@ -478,8 +478,8 @@ class Session:
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None, *,
              id: str | None = None) -> ToolResult:
-        call = ToolCall(name=name, arguments={} if arguments is None else arguments,
-                        id=id or f"call-{next(_ids)}")
+        call = make_call(name, {} if arguments is None else arguments,
+                         id or f"call-{next(_ids)}")
         return run_call(call, self.harness.registry, self)
 
     def call_tool(self, call: ToolCall) -> ToolResult:

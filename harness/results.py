@@ -50,3 +50,14 @@ def make_result(call_id: str, name: str, is_error: bool, value: Any, text: str,
                                                  output_ref), strict=True):
         setter(obj, value_)
     return obj
+
+
+_CALL_SETTERS = tuple(ToolCall.__dict__[f.name].__set__ for f in fields(ToolCall))
+
+
+def make_call(name: str, arguments: Mapping[str, Any], id: str) -> ToolCall:
+    """Build a ToolCall on the hot path (see :func:`make_result`); fields in order."""
+    obj = object.__new__(ToolCall)
+    for setter, value_ in zip(_CALL_SETTERS, (name, arguments, id), strict=True):
+        setter(obj, value_)
+    return obj
