@@ -14,16 +14,15 @@ Every figure is a median measured in this run; ratios are against (a) of this ru
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from peers import median_us  # noqa: E402 - one timing helper for every bench
 
 TOOL = """\
 ---
@@ -55,18 +54,6 @@ script: |
 ---
 Never matches.
 """
-
-
-def median_us(fn: Callable[[], object], n: int, repeats: int = 5, warmup: int = 200) -> float:
-    for _ in range(warmup):
-        fn()
-    runs = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        runs.append((time.perf_counter() - t0) / n * 1e6)
-    return statistics.median(runs)
 
 
 def make_project(root: Path, isolation: str) -> None:
@@ -115,20 +102,17 @@ def main() -> None:
                 rows.append((label, median_us(lambda h=h: h.call("add", args),
                                               n // (1 if isolation == "inprocess" else 4))))
 
-    try:
-        import peers
-    except ImportError as exc:  # pragma: no cover
-        print(f"peers skipped: {exc}")
-    else:
-        for label, factory in (("(c) LangChain StructuredTool.invoke", "langchain_call"),
-                               ("(c) pydantic-ai tool call", "pydantic_ai_call"),
-                               ("(c) mcp SDK server call_tool", "mcp_server_call")):
-            try:
-                fn = getattr(peers, factory)()
-            except (ImportError, AttributeError) as exc:
-                print(f"{label}: skipped ({exc})")
-                continue
-            rows.append((label, median_us(fn, max(n // 10, 500))))
+    import peers
+
+    for label, factory in (("(c) LangChain StructuredTool.invoke", "langchain_call"),
+                           ("(c) pydantic-ai tool call", "pydantic_ai_call"),
+                           ("(c) mcp SDK server call_tool", "mcp_server_call")):
+        try:
+            fn = getattr(peers, factory)()
+        except (ImportError, AttributeError) as exc:
+            print(f"{label}: skipped ({exc})")
+            continue
+        rows.append((label, median_us(fn, max(n // 10, 500))))
 
     print(f"{'case':48} {'median µs':>10} {'× (a)':>8}")
     for label, us in rows:

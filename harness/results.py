@@ -35,29 +35,44 @@ _RESULT_SLOTS = tuple(f.name for f in fields(ToolResult))
 _RESULT_SETTERS = tuple(ToolResult.__dict__[name].__set__ for name in _RESULT_SLOTS)
 
 
+(_S_CALL_ID, _S_NAME, _S_IS_ERROR, _S_VALUE, _S_TEXT, _S_ERROR, _S_DURATION, _S_TRUNCATED,
+ _S_BLOCKED_BY, _S_OUTPUT_REF) = _RESULT_SETTERS
+_new = object.__new__
+
+
 def make_result(call_id: str, name: str, is_error: bool, value: Any, text: str,
                 error: str | None, duration_ms: float, truncated: bool,
                 blocked_by: str | None, output_ref: str | None) -> ToolResult:
     """Build a ToolResult on the hot path (same object as the constructor makes).
 
-    A frozen dataclass's ``__init__`` goes through ``object.__setattr__`` per field
-    (~2.5 µs for eleven); writing the slots through their descriptors costs a fifth of
-    that. ``tests/core/test_api.py`` checks both ways build equal results.
+    A frozen dataclass's ``__init__`` goes through ``object.__setattr__`` per field;
+    writing the slots through their descriptors directly is about twice as fast.
+    ``tests/core/test_api.py`` checks both ways build equal results.
     """
-    obj = object.__new__(ToolResult)
-    for setter, value_ in zip(_RESULT_SETTERS, (call_id, name, is_error, value, text, error,
-                                                 duration_ms, truncated, blocked_by,
-                                                 output_ref), strict=True):
-        setter(obj, value_)
+    obj = _new(ToolResult)
+    _S_CALL_ID(obj, call_id)
+    _S_NAME(obj, name)
+    _S_IS_ERROR(obj, is_error)
+    _S_VALUE(obj, value)
+    _S_TEXT(obj, text)
+    _S_ERROR(obj, error)
+    _S_DURATION(obj, duration_ms)
+    _S_TRUNCATED(obj, truncated)
+    _S_BLOCKED_BY(obj, blocked_by)
+    _S_OUTPUT_REF(obj, output_ref)
     return obj
 
 
 _CALL_SETTERS = tuple(ToolCall.__dict__[f.name].__set__ for f in fields(ToolCall))
 
 
+_S_NAME_C, _S_ARGUMENTS_C, _S_ID_C = _CALL_SETTERS
+
+
 def make_call(name: str, arguments: Mapping[str, Any], id: str) -> ToolCall:
-    """Build a ToolCall on the hot path (see :func:`make_result`); fields in order."""
-    obj = object.__new__(ToolCall)
-    for setter, value_ in zip(_CALL_SETTERS, (name, arguments, id), strict=True):
-        setter(obj, value_)
+    """Build a ToolCall on the hot path (see :func:`make_result`)."""
+    obj = _new(ToolCall)
+    _S_NAME_C(obj, name)
+    _S_ARGUMENTS_C(obj, arguments)
+    _S_ID_C(obj, id)
     return obj

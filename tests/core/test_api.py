@@ -30,3 +30,9 @@ def test_fast_result_constructor_matches_the_dataclass() -> None:
     assert fast == ToolResult(**fields)
     with pytest.raises(FrozenInstanceError):
         fast.text = "x"  # type: ignore[misc]
+
+
+def test_fast_call_constructor_matches_the_dataclass() -> None:
+    from harness.results import ToolCall, make_call
+
+    assert make_call("t", {"a": 1}, "c1") == ToolCall(name="t", arguments={"a": 1}, id="c1")
