@@ -51,7 +51,9 @@ def _load_functions() -> dict[str, Callable[..., Any]]:
 
 _DECISIONS = """
 def allow():
-    return {"action": "allow"}
+    # The same decision as returning None (SPEC §4), and the cheapest value to hand
+    # back to Python: a dict would cross the boundary key by key.
+    return None
 
 def block(reason = ""):
     if type(reason) != "string":

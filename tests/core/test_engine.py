@@ -109,8 +109,8 @@ def test_cache_is_shared_within_a_session(rt: InProcessRuntime) -> None:
 def test_hook_decisions(rt: InProcessRuntime) -> None:
     c = ctx()
     run = rt.run_hook
-    assert run("def handle(e, p):\n    return allow()\n", "h.md", 1, "tool.pre", {}, c,
-               0).value == {"action": "allow"}
+    out = run("def handle(e, p):\n    return allow()\n", "h.md", 1, "tool.pre", {}, c, 0)
+    assert out.status == "ok" and out.value is None  # allow() is the None decision
     assert run('def handle(e, p):\n    return block("no")\n', "h.md", 1, "tool.pre", {}, c,
                0).value == {"action": "block", "reason": "no"}
     out = run("def handle(e, p):\n    return modify(3)\n", "h.md", 1, "tool.pre", {}, c, 0)
