@@ -43,13 +43,12 @@ _MEMORY_MARKERS = ("out of memory", "memory allocation", "capacity overflow", "M
 class _Pipe:
     """Length-prefixed frames over two raw fds (blocking)."""
 
-    __slots__ = ("rfd", "wfd", "buf", "spin")
+    __slots__ = ("rfd", "wfd", "buf")
 
     def __init__(self, rfd: int, wfd: int) -> None:
         self.rfd = rfd
         self.wfd = wfd
         self.buf = b""
-        self.spin = False  # poll before blocking on the next read (the parent decides)
 
     def send(self, tag: int, payload: bytes) -> None:
         data = memoryview(HEADER.pack(len(payload), tag) + payload)
@@ -57,16 +56,14 @@ class _Pipe:
             data = data[os.write(self.wfd, data):]
 
     def recv(self) -> tuple[int, bytes]:
-        return read_frame(self, self.rfd, EOFError, self.spin)
+        return read_frame(self, self.rfd, EOFError)
 
 
 # Before blocking on a pipe, poll it for this long. Waking a process that sleeps in
 # read() costs tens of microseconds on some virtual machines (measured 7–60 µs for a
 # bare pipe ping-pong here), twice per round trip; a call and its reply usually
 # arrive well within this window, so a short poll halves the round trip. After the
-# window the read blocks as before (no busy waiting on long calls). Only when the
-# pool is used one call at a time: with several calls in flight the cores are better
-# spent on them (measured: polling then costs throughput).
+# window the read blocks as before (no busy waiting on long calls).
 SPIN_S = 0.0003
 
 
@@ -78,14 +75,14 @@ def _spin_until_readable(fd: int) -> None:
             return
 
 
-def read_frame(pipe: Any, fd: int, eof: type[Exception], spin: bool = False) -> tuple[int, Any]:
+def read_frame(pipe: Any, fd: int, eof: type[Exception]) -> tuple[int, Any]:
     """Read one frame from ``fd``; ``pipe.buf`` holds bytes read past the last frame.
 
     Small frames arrive in one read. A large one is read straight into a buffer of
     its size (linear time, one copy), never past its end.
     """
     buf = pipe.buf
-    if spin and not buf and SPIN_S > 0:
+    if not buf and SPIN_S > 0:
         _spin_until_readable(fd)
     while len(buf) < 5:
         chunk = os.read(fd, 65536)
@@ -282,7 +279,6 @@ def _serve(pipe: _Pipe, memory_mb: int) -> None:
             continue
         msg = marshal.loads(payload) if tag == T_RUN else pickle.loads(payload)
         sid, script, args, session_id, call_id, tool, remaining_ms, timeout_ms, flags, extras = msg
-        pipe.spin = bool(flags & 8)  # for the read after this call's reply
         if script is not None:
             scripts[sid] = script
         kind, source, filename, line, entry = scripts[sid]

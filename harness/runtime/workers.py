@@ -149,9 +149,9 @@ class _Worker:
         except OSError as exc:  # BrokenPipe: the worker is gone; its death is read next
             raise _Died from exc
 
-    def recv(self, spin: bool = False) -> tuple[int, bytes]:
+    def recv(self) -> tuple[int, bytes]:
         """Next frame; raises _Died at EOF."""
-        return read_frame(self, self.rfd, _Died, spin)
+        return read_frame(self, self.rfd, _Died)
 
     def stderr_tail(self) -> str:
         try:
@@ -559,10 +559,8 @@ class ProcessRuntime:
         else:
             remaining = max(0.0, (deadline - now) * 1000.0)
             self._pool.watch(w, deadline + KILL_GRACE_S)
-        # Poll the pipes before sleeping only while calls come one at a time.
-        spin = len(self._pool.busy) <= 1
         flags = ((1 if ctx.cache is not None else 0) | (2 if ctx.log is not None else 0)
-                 | (4 if ctx.host is not None else 0) | (8 if spin else 0))
+                 | (4 if ctx.host is not None else 0))
         msg = (sid, script, args, ctx.session_id, ctx.call_id, ctx.tool, remaining, timeout_ms,
                flags, ctx.extras or None)
         try:
@@ -580,7 +578,7 @@ class ProcessRuntime:
             raise _NotSent from None
         w.known.add(sid)
         while True:
-            tag, payload = w.recv(spin)
+            tag, payload = w.recv()
             if tag == T_DONE:
                 if w.hard is not None:
                     self._pool.unwatch(w)
