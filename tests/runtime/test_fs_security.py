@@ -396,8 +396,9 @@ def _race(ctx: CallContext, name: str, make_inside: Callable[[Path], None],
             except JailError as e:
                 assert "is outside the workspace" in str(e)
                 denied += 1
-            except BuiltinError as e:  # the path vanished between two flips
-                assert "does not exist" in str(e) or "changed" in str(e), str(e)
+            except BuiltinError as e:  # the path vanished or changed kind between two flips
+                assert any(m in str(e) for m in ("does not exist", "changed",
+                                                 "is not a directory")), str(e)
     finally:
         stop.set()
         t.join()
