@@ -386,8 +386,8 @@ def _race(ctx: CallContext, name: str, make_inside: Callable[[Path], None],
     t.start()
     ok = denied = n = 0
     try:
-        # At least 500 attempts and 200 flips; keep going until both outcomes were seen.
-        while t.is_alive() and n < 20000 and (
+        # At least 500 attempts and 200 flips; keep going (up to 3000) until both outcomes were seen.
+        while t.is_alive() and n < 3000 and (
                 n < 500 or flips[0] < 200 or (both and not (ok and denied))):
             n += 1
             try:
@@ -673,7 +673,7 @@ def test_race_write_below_a_directory_swapped_for_a_link_to_protected(
     t.start()
     ok = denied = n = 0
     try:
-        while t.is_alive() and n < 20000 and (n < 500 or flips[0] < 200 or not (ok and denied)):
+        while t.is_alive() and n < 3000 and (n < 500 or flips[0] < 200 or not (ok and denied)):
             n += 1
             try:
                 fs.write(ctx, "d/tools/evil.md", "x")
@@ -681,8 +681,8 @@ def test_race_write_below_a_directory_swapped_for_a_link_to_protected(
             except JailError as e:
                 assert str(e) == HIDDEN_MSG.format("d/tools/evil.md")
                 denied += 1
-            except BuiltinError as e:
-                assert "does not exist" in str(e) or "changed" in str(e), str(e)
+            except BuiltinError as e:  # a clean refusal mid-swap
+                assert str(e).startswith(("fs.", "path ")), str(e)
     finally:
         stop.set()
         t.join()
