@@ -587,8 +587,10 @@ def mkdir(ctx: CallContext, path: Any) -> dict[str, Any]:
     return _result(jail, path)
 
 
-def _check_tree(ctx: CallContext, jail: _j.Jail, dfd: int, rel: str) -> None:
-    """Refuse (before deleting anything) a tree holding protected or sensitive entries."""
+def _walk_tree(ctx: CallContext, jail: _j.Jail, dfd: int, rel: str, delete: bool) -> None:
+    """Check every entry of a tree against the jail's write rules; with ``delete``, remove
+    it bottom-up. fs.remove walks once without deleting first, so a tree holding a
+    protected or sensitive entry is refused before anything is gone."""
     _deadline(ctx, "fs.remove")
     for child in os.listdir(dfd):
         crel = f"{rel}/{child}"
@@ -597,25 +599,12 @@ def _check_tree(ctx: CallContext, jail: _j.Jail, dfd: int, rel: str) -> None:
         if st.S_ISDIR(info.st_mode):
             cfd = os.open(child, _j.DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dfd)
             try:
-                _check_tree(ctx, jail, cfd, crel)
+                _walk_tree(ctx, jail, cfd, crel, delete)
             finally:
                 os.close(cfd)
-
-
-def _remove_tree(ctx: CallContext, jail: _j.Jail, dfd: int, rel: str) -> None:
-    _deadline(ctx, "fs.remove")
-    for child in os.listdir(dfd):
-        crel = f"{rel}/{child}"
-        jail.check(crel, [crel], write=True)
-        info = os.stat(child, dir_fd=dfd, follow_symlinks=False)
-        if st.S_ISDIR(info.st_mode):
-            cfd = os.open(child, _j.DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dfd)
-            try:
-                _remove_tree(ctx, jail, cfd, crel)
-            finally:
-                os.close(cfd)
-            os.rmdir(child, dir_fd=dfd)
-        else:
+            if delete:
+                os.rmdir(child, dir_fd=dfd)
+        elif delete:
             os.unlink(child, dir_fd=dfd)
 
 
@@ -638,8 +627,8 @@ def remove(ctx: CallContext, path: Any, recursive: Any = False) -> dict[str, Any
                                "recursive=True to remove it and everything in it")
         dfd = os.open(loc.name, _j.DIR_FLAGS | os.O_NOFOLLOW, dir_fd=loc.dir_fd)
         try:
-            _check_tree(ctx, jail, dfd, loc.rel)
-            _remove_tree(ctx, jail, dfd, loc.rel)
+            _walk_tree(ctx, jail, dfd, loc.rel, delete=False)
+            _walk_tree(ctx, jail, dfd, loc.rel, delete=True)
         finally:
             os.close(dfd)
         os.rmdir(loc.name, dir_fd=loc.dir_fd)
