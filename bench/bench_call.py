@@ -9,20 +9,24 @@ Run: python bench/bench_call.py [--quick]
 (c) peers on the same trivial tool: LangChain StructuredTool.invoke, pydantic-ai's tool
     call path, the mcp SDK server's call_tool (from bench/peers.py; skipped if missing);
 (d) exec.run("true") sandboxed vs subprocess.run(["true"]).
+Every figure of (a)-(c) is measured interleaved (see peers.interleaved_us), so
+the ratios compare calls made under the same machine state.
 Every figure is a median measured in this run; ratios are against (a) of this run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from peers import median_us  # noqa: E402 - one timing helper for every bench
+from peers import interleaved_us, median_us  # noqa: E402 - shared timing helpers
 
 TOOL = """\
 ---
@@ -67,7 +71,6 @@ def make_project(root: Path, isolation: str) -> None:
 
 def main() -> None:
     quick = "--quick" in sys.argv
-    n = 2000 if quick else 10000
     import starlark as sl
 
     import harness
@@ -78,45 +81,43 @@ def main() -> None:
     sl.eval(mod, sl.parse("add.star", textwrap.dedent(script)), sl.Globals.standard())
     frozen = mod.freeze()
     assert frozen.call("run", args) == 5
-    rows: list[tuple[str, float]] = []
-    bare = median_us(lambda: frozen.call("run", args), n)
-    rows.append(("(a) bare engine: frozen module run()", bare))
+    cases: dict[str, Callable[[], object]] = {
+        "(a) bare engine: frozen module run()": lambda: frozen.call("run", args)}
     hook_mod = sl.Module()
     sl.eval(hook_mod, sl.parse("allow.star", "def handle(event, payload):\n"
                                "    return {'action': 'allow'}\n"), sl.Globals.standard())
     hook_frozen = hook_mod.freeze()
     payload = {"id": "call-1", "name": "add", "arguments": args, "session": "0123456789ab"}
-    floor = median_us(lambda: (hook_frozen.call("handle", "tool.pre", payload),
-                               frozen.call("run", args)), n)
-    rows.append(("(f) floor: bare handle(payload) + bare run()", floor))
+    cases["(f) naive: bare handle(payload) + bare run()"] = lambda: (
+        hook_frozen.call("handle", "tool.pre", payload), frozen.call("run", args))
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
         for isolation in ("inprocess", "process"):
             root = Path(tmp) / isolation
             make_project(root, isolation)
-            with harness.load(root) as h:
-                r = h.call("add", args)
-                assert r.value == 5 and not r.is_error, r
-                label = "(b) Harness.call, in-process" if isolation == "inprocess" else \
-                    "(b') Harness.call, process isolation"
-                rows.append((label, median_us(lambda h=h: h.call("add", args),
-                                              n // (1 if isolation == "inprocess" else 4))))
+            h = stack.enter_context(harness.load(root))
+            r = h.call("add", args)
+            assert r.value == 5 and not r.is_error, r
+            label = "(b) Harness.call, in-process" if isolation == "inprocess" else \
+                "(b') Harness.call, process isolation"
+            cases[label] = lambda h=h: h.call("add", args)
 
-    import peers
+        import peers
 
-    for label, factory in (("(c) LangChain StructuredTool.invoke", "langchain_call"),
-                           ("(c) pydantic-ai tool call", "pydantic_ai_call"),
-                           ("(c) mcp SDK server call_tool", "mcp_server_call")):
-        try:
-            fn = getattr(peers, factory)()
-        except (ImportError, AttributeError) as exc:
-            print(f"{label}: skipped ({exc})")
-            continue
-        rows.append((label, median_us(fn, max(n // 10, 500))))
+        for label, factory in (("(c) LangChain StructuredTool.invoke", "langchain_call"),
+                               ("(c) pydantic-ai tool call", "pydantic_ai_call"),
+                               ("(c) mcp SDK server call_tool", "mcp_server_call")):
+            try:
+                cases[label] = getattr(peers, factory)()
+            except (ImportError, AttributeError) as exc:
+                print(f"{label}: skipped ({exc})")
 
+        figures = interleaved_us(cases, rounds=40 if quick else 150)
     print(f"{'case':48} {'median µs':>10} {'× (a)':>8}")
-    for label, us in rows:
-        print(f"{label:48} {us:10.1f} {us / bare:8.2f}")
+    for label, (us, ratio) in figures.items():
+        print(f"{label:48} {us:10.1f} {ratio:8.2f}")
+    print("× (a): median over rounds of the ratio to (a) timed in the same round")
 
     # (d) sandbox overhead
     with tempfile.TemporaryDirectory() as tmp:

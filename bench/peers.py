@@ -132,6 +132,39 @@ def median_us(
     return statistics.median(runs)
 
 
+def interleaved_us(fns: dict[str, Callable[[], object]], rounds: int = 150,
+                   batch_ms: float = 2.0) -> dict[str, tuple[float, float]]:
+    """Median µs per call and median ratio to the first entry, measured interleaved.
+
+    Each round times one batch of every function in turn (about ``batch_ms`` each),
+    so the baseline and every case share the same machine state: on a noisy VM the
+    bare call's cost can double for seconds at a time, and a baseline measured
+    before the case would skew the ratio. The ratio is taken per round, then the
+    median over rounds.
+    """
+    sizes = {}
+    for label, fn in fns.items():
+        for _ in range(20):
+            fn()
+        t0 = time.perf_counter()
+        for _ in range(50):
+            fn()
+        per = (time.perf_counter() - t0) / 50
+        sizes[label] = max(1, int(batch_ms / 1000 / per))
+    runs: dict[str, list[float]] = {label: [] for label in fns}
+    for _ in range(rounds):
+        for label, fn in fns.items():
+            n = sizes[label]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            runs[label].append((time.perf_counter() - t0) / n * 1e6)
+    base = runs[next(iter(fns))]
+    return {label: (statistics.median(v),
+                    statistics.median(x / b for x, b in zip(v, base, strict=True)))
+            for label, v in runs.items()}
+
+
 def main() -> None:
     print(f"{'peer':40} {'median µs':>10}")
     for label, factory in PEERS.items():

@@ -8,11 +8,12 @@ failure as a block unless the hook says ``on_error: allow``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.artifacts.model import HookSpec
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
+from harness.runtime.reach import hook_inputs
+from harness.runtime.when import WhenError, compile_when
 
 # Keys a modify() may change, per event. Any other key must be left as it is.
 MUTABLE_KEYS: dict[str, frozenset[str]] = {
@@ -22,14 +23,19 @@ MUTABLE_KEYS: dict[str, frozenset[str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ChainOutcome:
-    """``blocked_by`` is set when a hook blocked (or failed closed); ``reason`` says why."""
+class ChainOutcome(NamedTuple):
+    """``blocked_by`` is set when a hook blocked (or failed closed); ``reason`` says why.
+
+    A NamedTuple: one is made per hook event of every call (see ``Outcome``).
+    """
 
     payload: Mapping[str, Any]
     blocked_by: str | None = None
     reason: str = ""
     failed: bool = False
+
+
+_chain_outcome = tuple.__new__  # ChainOutcome(current) without the Python-level __new__
 
 
 class HookFailure(Exception):
@@ -52,6 +58,8 @@ class HookChain:
             event: tuple(sorted(specs, key=lambda h: (h.priority, h.name)))
             for event, specs in by_event.items()
         }
+        self.pre = self.for_event("tool.pre")  # read on every call
+        self.post = self.for_event("tool.post")
 
     def for_event(self, event: str) -> tuple[HookSpec, ...]:
         return self._by_event.get(event, ())
@@ -62,7 +70,7 @@ class HookChain:
         hooks = self._by_event.get(event)
         current = payload  # never mutated: a modify() merges into a new dict
         if not hooks:
-            return ChainOutcome(payload=current)
+            return _chain_outcome(ChainOutcome, (current, None, "", False))
         for hook in hooks:
             try:
                 action, reason, new, took = _run_one(hook, event, current, runtime, make_ctx,
@@ -81,7 +89,7 @@ class HookChain:
                 return ChainOutcome(payload=current, blocked_by=hook.name, reason=reason)
             if action == "modify":
                 current = new
-        return ChainOutcome(payload=current)
+        return _chain_outcome(ChainOutcome, (current, None, "", False))
 
 
 _ALLOW = {"action": "allow"}
@@ -93,14 +101,36 @@ def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: Sc
     """(action, reason, payload after the hook, duration_ms) of one hook."""
     path = hook.source.path
     if hook.when:
-        out = runtime.eval_when(hook.when, path, hook.when_line or 1, event, current,
-                                make_ctx(hook), hook.timeout_ms)
-        if out.status != "ok":
-            _fail(out, hook, "when: ")
-        if not out.value:
-            return "skip", "", current, out.duration_ms
-    out = runtime.run_hook(hook.script, path, hook.script_line or 1, event, current,
-                           make_ctx(hook), hook.timeout_ms)
+        # The Python evaluator first (both runtimes would start with it anyway): a
+        # plain comparison needs no context, no worker and no payload conversion.
+        fn = compile_when(hook.when)
+        if fn is not None:
+            try:
+                matched = fn({"event": event, "payload": current})
+            except (WhenError, TypeError, ValueError, AttributeError) as exc:
+                raise HookFailure(f"when: {exc} (at {path}:{hook.when_line or 1})") from None
+            took = 0.0
+        else:
+            out = runtime.eval_when(hook.when, path, hook.when_line or 1, event, current,
+                                    make_ctx(hook), hook.timeout_ms)
+            if out.status != "ok":
+                _fail(out, hook, "when: ")
+            matched, took = out.value, out.duration_ms
+        if not matched:
+            return "skip", "", current, took
+    # Hand the script only what it can observe (runtime/reach.py): converting into
+    # Starlark costs per value, and arguments can be large. A parameter the script
+    # never names gets 0, the cheapest value to convert (None costs ~4x more).
+    event_used, keys = hook_inputs(hook.script)
+    if keys is None:
+        seen: Mapping[str, Any] | int = current
+    elif keys:
+        seen = {k: current[k] for k in keys if k in current}
+    else:
+        seen = 0
+    out = runtime.run_hook(hook.script, path, hook.script_line or 1,
+                           event if event_used else 0, seen, make_ctx(hook),
+                           hook.timeout_ms)
     if out.status != "ok":
         _fail(out, hook, "")
     value = out.value

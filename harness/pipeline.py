@@ -22,7 +22,13 @@ from harness.artifacts.model import HookSpec, ToolSpec
 from harness.config import Config
 from harness.hooks import HookChain
 from harness.results import ToolCall, ToolResult, make_result
-from harness.runtime.context import CacheStore, CallContext, Outcome, ScriptRuntime
+from harness.runtime.context import (
+    CacheStore,
+    CallContext,
+    Outcome,
+    ScriptRuntime,
+    make_context,
+)
 
 Handler = Callable[[dict[str, Any]], Any]
 
@@ -104,6 +110,29 @@ class Registry:
         return v
 
     _allowed: dict[str, bool] = field(default_factory=dict)
+    # name -> (tool, handler, validator) for registry tools that resolve as they are
+    # (enabled, runnable, allowed): the registry never changes, so neither do these.
+    plans: dict[str, tuple[ToolSpec, Handler | None, ArgValidator]] = field(
+        default_factory=dict)
+
+    _returns: dict[str, ArgValidator] = field(default_factory=dict)
+
+    def result_validator(self, tool: ToolSpec) -> ArgValidator:
+        """The compiled validator of ``tool.returns`` (compiled once, not per call)."""
+        assert tool.returns is not None
+        v = self._returns.get(tool.name)
+        if v is None or v.schema is not tool.returns:
+            v = self._returns[tool.name] = ArgValidator(tool.returns)
+        return v
+
+    def plan(self, name: str) -> tuple[ToolSpec, Handler | None, ArgValidator] | None:
+        tool = self.tools.get(name)
+        handler = self.handlers.get(name)
+        if tool is None or not tool.enabled or (handler is None and not tool.script) \
+                or not self.allowed(name):
+            return None
+        plan = self.plans[name] = (tool, handler, self.validator(tool))
+        return plan
 
     def allowed(self, name: str) -> bool:
         ok = self._allowed.get(name)
@@ -238,9 +267,8 @@ class _CallState:
         ctx = self.ctx
         if ctx is None:
             env = self.env
-            ctx = self.ctx = CallContext(config=self.config, session_id=env.id,
-                                         call_id=self.call_id, tool=self.name,
-                                         cache=env.cache, log=env.log, host=env.host)
+            ctx = self.ctx = make_context(self.config, env.id, self.call_id, self.name,
+                                          env.cache, env.log, env.host)
         return ctx
 
     def decision(self, event: str, hook: str, decision: str, reason: str, ms: float) -> None:
@@ -262,22 +290,27 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
     config = reg.config
 
     # 1. resolve
-    tool = reg.tools.get(name)
-    handler = reg.handlers.get(name)
-    if tool is None or not tool.enabled or (handler is None and not tool.script):
-        # Session-scoped tools: meta-registered ones, and session handlers of built-in
-        # tools such as read_output.
-        extra = env.extra_tool(name)
-        if extra is not None:
-            tool, handler = extra
-    if tool is None or not tool.enabled:
-        return _done(call_id, name, start, config, env, error=_unknown(name, reg, env))
-    allowed = reg._allowed.get(name)
-    if allowed is None:
-        allowed = reg.allowed(name)
-    if not allowed:
-        return _done(call_id, name, start, config, env,
-                     error=f'tool "{name}" is denied by tools_policy')
+    plan = reg.plans.get(name)
+    if plan is None:
+        plan = reg.plan(name)
+    if plan is not None:
+        tool, handler, validator = plan
+    else:
+        found = reg.tools.get(name)
+        handler = reg.handlers.get(name)
+        if found is None or not found.enabled or (handler is None and not found.script):
+            # Session-scoped tools: meta-registered ones, and session handlers of
+            # built-in tools such as read_output.
+            extra = env.extra_tool(name)
+            if extra is not None:
+                found, handler = extra
+        if found is None or not found.enabled:
+            return _done(call_id, name, start, config, env, error=_unknown(name, reg, env))
+        tool = found
+        if not reg.allowed(name):
+            return _done(call_id, name, start, config, env,
+                         error=f'tool "{name}" is denied by tools_policy')
+        validator = reg.validator(tool)
     if auditing:
         env.emit("tool.resolve", tool=name, call_id=call_id, source=tool.source.path)
 
@@ -287,9 +320,6 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
         return _done(call_id, name, start, config, env,
                      error=f'invalid arguments for tool "{name}": $: arguments must be a JSON '
                            f"object, got {type(args).__name__}")
-    validator = reg.validators.get(name)
-    if validator is None or validator.schema is not tool.input_schema:
-        validator = reg.validator(tool)
     problems = validator.problems(args)
     if auditing:
         env.emit("tool.validate", tool=name, call_id=call_id, ok=not problems)
@@ -300,10 +330,11 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
     chain = reg.chain
 
     # 3. tool.pre hooks
-    if chain.for_event("tool.pre"):
+    if chain.pre:
         pre = chain.run("tool.pre", {"id": call_id, "name": name, "arguments": args,
                                      "session": env.id},
-                        reg.runtime, state.context, state.recheck, state.decision)
+                        reg.runtime, state.context, state.recheck,
+                        state.decision if auditing else None)
         if pre.blocked_by is not None:
             msg = pre.reason if pre.failed else f'blocked by hook "{pre.blocked_by}": {pre.reason}'
             return _done(call_id, name, start, config, env, error=msg, blocked_by=pre.blocked_by)
@@ -338,7 +369,7 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
     if error is None and type(value) is dict and "error" in value and is_error_value(value):
         error = render(value["error"])
     elif error is None and tool.returns is not None:
-        errs = ArgValidator(tool.returns).problems(value)
+        errs = reg.result_validator(tool).problems(value)
         if errs:
             error = (f'tool "{name}" returned a value that does not match its returns schema: '
                      + "; ".join(errs))
@@ -348,13 +379,14 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
                  duration_ms=exec_ms, error=error)
 
     # 5. tool.post hooks
-    if chain.for_event("tool.post"):
+    if chain.post:
         is_error = error is not None
         post = chain.run("tool.post", {"id": call_id, "name": name, "arguments": args,
                                        "session": env.id, "result": value,
                                        "is_error": is_error, "error": error,
                                        "duration_ms": exec_ms},
-                         reg.runtime, state.context, None, state.decision)
+                         reg.runtime, state.context, None,
+                         state.decision if auditing else None)
         if post.blocked_by is not None:
             msg = post.reason if post.failed else (
                 f'result withheld by hook "{post.blocked_by}": {post.reason}')
@@ -369,6 +401,11 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
             error = None
 
     # 6. return
+    if error is None and not auditing:
+        text = render(value)
+        if len(text) <= config.limits.max_output_bytes // 4:  # cannot need the cap
+            return make_result(call_id, name, False, value, text, None,
+                               (time.monotonic() - start) * 1000.0, False, None, None)
     return _done(call_id, name, start, config, env, value=value, error=error)
 
 

@@ -57,6 +57,37 @@ class CallContext:
         return max(0.0, (self.deadline - time.monotonic()) * 1000.0)
 
 
+_CTX_SLOTS = ("config", "session_id", "call_id", "tool", "kind", "deadline", "cache", "log",
+              "host", "extras")
+
+
+def make_context(config: Config, session_id: str, call_id: str, tool: str,
+                 cache: CacheStore | None, log: LogSink | None,
+                 host: Callable[[str, Mapping[str, Any]], Any] | None) -> CallContext:
+    """Build a CallContext on the hot path (same object as the constructor makes).
+
+    One is made per call; writing the slots through their descriptors skips the
+    keyword parsing of the generated ``__init__`` (see ``results.make_result``).
+    """
+    obj = _new(CallContext)
+    _S_CONFIG(obj, config)
+    _S_SESSION(obj, session_id)
+    _S_CALL_ID(obj, call_id)
+    _S_TOOL(obj, tool)
+    _S_KIND(obj, "tool")
+    _S_DEADLINE(obj, None)
+    _S_CACHE(obj, cache)
+    _S_LOG(obj, log)
+    _S_HOST(obj, host)
+    _S_EXTRAS(obj, {})
+    return obj
+
+
+_new = object.__new__
+(_S_CONFIG, _S_SESSION, _S_CALL_ID, _S_TOOL, _S_KIND, _S_DEADLINE, _S_CACHE, _S_LOG, _S_HOST,
+ _S_EXTRAS) = (CallContext.__dict__[n].__set__ for n in _CTX_SLOTS)
+
+
 class Outcome(NamedTuple):
     """What running a script produced.
 
@@ -86,8 +117,9 @@ class ScriptRuntime(Protocol):
     def run_tool(self, script: str, filename: str, line: int, args: Mapping[str, Any],
                  ctx: CallContext, timeout_ms: int) -> Outcome: ...
 
-    def run_hook(self, script: str, filename: str, line: int, event: str,
-                 payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome: ...
+    def run_hook(self, script: str, filename: str, line: int, event: str | int,
+                 payload: Mapping[str, Any] | int, ctx: CallContext,
+                 timeout_ms: int) -> Outcome: ...
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome: ...

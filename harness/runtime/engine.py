@@ -28,6 +28,10 @@ MAX_CALLSTACK = 64
 _FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta")
 
 _ctx: contextvars.ContextVar[CallContext] = contextvars.ContextVar("harness_call_ctx")
+_ctx_set = _ctx.set
+_ctx_reset = _ctx.reset
+_monotonic = time.monotonic
+_tuple_new = tuple.__new__
 
 
 def current_context() -> CallContext:
@@ -113,6 +117,7 @@ class Engine:
         self._dialect = sl.Dialect.standard()
         self._dialect.enable_load = False
         self._compiled: dict[tuple[str, str, int, str], sl.FrozenModule] = {}
+        self._last: dict[str, tuple[str, str, int, sl.FrozenModule]] = {}
         self._lock = threading.Lock()
         # One options object for every evaluation: the cancellation check reads the
         # deadline of the call in flight from the context variable (it runs about
@@ -171,16 +176,22 @@ class Engine:
     def call(self, kind: str, source: str, filename: str, line: int, entry: str,
              args: tuple[Any, ...], ctx: CallContext, timeout_ms: int) -> Outcome:
         """Compile if needed, then call ``entry(*args)``. Never raises for script faults."""
-        start = time.monotonic()
+        start = _monotonic()
         outer = ctx.deadline
-        deadline = start + timeout_ms * 0.001 if timeout_ms > 0 else None
-        if deadline is not None and (outer is None or deadline < outer):
-            ctx.deadline = deadline
-        token = _ctx.set(ctx)
+        if timeout_ms > 0:
+            deadline = start + timeout_ms * 0.001
+            if outer is None or deadline < outer:
+                ctx.deadline = deadline
+        token = _ctx_set(ctx)
         try:
-            frozen = self._compiled.get((kind, filename, line, source))
-            if frozen is None:
+            # The source string is the key (its hash is cached by str); kind, file and
+            # line are compared by identity first, which is what a hit always is.
+            hit = self._last.get(source)
+            if hit is not None and hit[0] is kind and hit[1] is filename and hit[2] == line:
+                frozen = hit[3]
+            else:
                 frozen = self.compile(kind, source, filename, line)
+                self._last[source] = (kind, filename, line, frozen)
             # starlark-pyo3 converts return values through JSON, so what comes back is
             # JSON-compatible by construction; anything else raised a serde error.
             value = frozen.call_with(self._options, entry, *args).value
@@ -192,13 +203,14 @@ class Engine:
             return Outcome(status="crash", error=f"script engine failed: {exc}",
                            duration_ms=_ms(start))
         finally:
-            _ctx.reset(token)
+            _ctx_reset(token)
             ctx.deadline = outer
-        return Outcome("ok", value, None, (time.monotonic() - start) * 1000.0)
+        # tuple.__new__ skips the NamedTuple's Python-level __new__ (hot path).
+        return _tuple_new(Outcome, ("ok", value, None, (_monotonic() - start) * 1000.0))
 
 
 def _ms(start: float) -> float:
-    return (time.monotonic() - start) * 1000.0
+    return (_monotonic() - start) * 1000.0
 
 
 _LOCATION = re.compile(
@@ -243,6 +255,10 @@ def script_error_message(text: str) -> str:
     return msg
 
 
+_TOOL_ENTRY = surface.TOOL_ENTRY[0]
+_HOOK_ENTRY = surface.HOOK_ENTRY[0]
+
+
 class InProcessRuntime:
     """``runtime.isolation: inprocess``: scripts run in the calling process.
 
@@ -256,14 +272,18 @@ class InProcessRuntime:
     def run_tool(self, script: str, filename: str, line: int, args: Mapping[str, Any],
                  ctx: CallContext, timeout_ms: int) -> Outcome:
         ctx.kind = "tool"
-        return self.engine.call("tool", script, filename, line, surface.TOOL_ENTRY[0],
-                                (dict(args),), ctx, timeout_ms)
+        # Starlark converts the arguments into values of its own: no copy needed.
+        return self.engine.call("tool", script, filename, line, _TOOL_ENTRY,
+                                (args if type(args) is dict else dict(args),), ctx,
+                                timeout_ms)
 
-    def run_hook(self, script: str, filename: str, line: int, event: str,
-                 payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+    def run_hook(self, script: str, filename: str, line: int, event: str | int,
+                 payload: Mapping[str, Any] | int, ctx: CallContext,
+                 timeout_ms: int) -> Outcome:
         ctx.kind = "hook"
-        return self.engine.call("hook", script, filename, line, surface.HOOK_ENTRY[0],
-                                (event, dict(payload)), ctx, timeout_ms)
+        return self.engine.call("hook", script, filename, line, _HOOK_ENTRY,
+                                (event, payload if isinstance(payload, (dict, int))
+                                 else dict(payload)), ctx, timeout_ms)
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:

@@ -443,11 +443,14 @@ class ProcessRuntime:
         return self._call("tool", script, filename, line, surface.TOOL_ENTRY[0],
                           (dict(args),), ctx, timeout_ms)
 
-    def run_hook(self, script: str, filename: str, line: int, event: str,
-                 payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+    def run_hook(self, script: str, filename: str, line: int, event: str | int,
+                 payload: Mapping[str, Any] | int, ctx: CallContext,
+                 timeout_ms: int) -> Outcome:
         ctx.kind = "hook"
         return self._call("hook", script, filename, line, surface.HOOK_ENTRY[0],
-                          (event, dict(payload)), ctx, timeout_ms)
+                          (event, payload if isinstance(payload, (dict, int)) else dict(payload)),
+                          ctx,
+                          timeout_ms)
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:

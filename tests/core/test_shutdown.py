@@ -6,10 +6,10 @@ import threading
 import time
 from pathlib import Path
 
+from core_samples import write_project
+
 import harness
 from harness import ToolCall
-
-from core_samples import write_project
 
 SLEEPER = """
 ---

@@ -34,6 +34,12 @@ EXPRESSIONS = [
     '"x" if payload["name"] == "echo" else ""',
     'payload["arguments"].get("cmd") and payload["arguments"]["cmd"].startswith("git")',
     '1 in payload["arguments"].get("list", [])',
+    # string-literal comparisons on non-string values (the specialised shapes)
+    'payload["arguments"].get("flag") == "True"',
+    'payload["arguments"].get("n") != "1"',
+    'payload["arguments"]["n"] == "x"',
+    'payload["id"] != "c1"',
+    'event != "tool.pre"',
 ]
 
 values = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(

@@ -1,0 +1,123 @@
+"""Which payload keys a hook script can reach, found statically.
+
+A hook receives the whole event payload, and every value in it is converted into
+Starlark on every call: for a ``tool.pre`` hook that only looks at
+``payload["name"]``, converting a 100 KB ``content`` argument is pure waste. When
+the script touches its payload parameter only as ``payload["key"]`` or
+``payload.get("key", ...)`` with literal keys, the hook is handed just those keys:
+it cannot tell the difference, because no other key is reachable by any expression
+it contains. Any other use of the name (passing it on, iterating it, ``in``,
+``modify(payload)``, reassigning it, a second function with the same parameter
+name), or anything the scan does not understand, means "the whole payload".
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from functools import lru_cache
+from typing import NamedTuple
+
+_SKIP = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT,
+                   tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER})
+
+
+class HookInputs(NamedTuple):
+    """What ``handle(event, payload)`` can observe of its arguments.
+
+    ``event``: whether the event parameter is used at all. ``keys``: the payload
+    keys it can read (empty: the payload parameter is never used), None for all.
+    An unused parameter is passed as None: the script cannot tell.
+    """
+
+    event: bool
+    keys: frozenset[str] | None
+
+
+_ALL = HookInputs(True, None)
+
+
+@lru_cache(maxsize=1024)
+def hook_inputs(script: str, entry: str = "handle") -> HookInputs:
+    """Scan ``script`` for what ``entry(event, payload)`` reads (see the module doc)."""
+    try:
+        toks = [t for t in tokenize.generate_tokens(io.StringIO(script).readline)
+                if t.type not in _SKIP]
+    except (tokenize.TokenError, SyntaxError, IndentationError, ValueError):
+        return _ALL
+    params = _params(toks, entry)
+    if params is None or params[0] == params[1]:
+        return _ALL
+    event_param, param = params
+    keys: set[str] = set()
+    declared = False
+    event_used = False
+    for i, tok in enumerate(toks):
+        if tok.type == tokenize.STRING and tok.string.lstrip("rRbBuU")[:1] not in "'\"":
+            return _ALL  # an f-string (or something new) could name a parameter inside
+        if tok.type != tokenize.NAME or tok.string not in params:
+            continue
+        if i > 0 and toks[i - 1].type == tokenize.OP and toks[i - 1].string == ".":
+            continue  # an attribute called like the parameter (x.payload): not a use
+        if _is_declaration(toks, i, entry):
+            declared = True
+            continue
+        if tok.string == event_param:
+            event_used = True
+            continue
+        key = _literal_key(toks, i)
+        if key is None:
+            return _ALL
+        keys.add(key)
+    return HookInputs(event_used, frozenset(keys)) if declared else _ALL
+
+
+def payload_keys(script: str, entry: str = "handle") -> frozenset[str] | None:
+    """The payload keys ``entry(event, payload)`` can read, or None for "all of them"."""
+    return hook_inputs(script, entry).keys
+
+
+def _params(toks: list[tokenize.TokenInfo], entry: str) -> tuple[str, str] | None:
+    """The parameter names of ``def entry(a, b):``; None for any other shape."""
+    found = None
+    for i, tok in enumerate(toks):
+        if tok.string == "def" and i + 1 < len(toks) and toks[i + 1].string == entry:
+            if found is not None:
+                return None  # defined twice: the last one wins at run time; do not guess
+            shape = [t.string for t in toks[i + 2:i + 8]]
+            names = [t.type for t in toks[i + 3:i + 6:2]]
+            if not (len(shape) == 6 and shape[0] == "(" and shape[2] == ","
+                    and shape[4] == ")" and shape[5] == ":"
+                    and names == [tokenize.NAME, tokenize.NAME]):
+                return None
+            found = (shape[1], shape[3])
+    return found
+
+
+def _is_declaration(toks: list[tokenize.TokenInfo], i: int, entry: str) -> bool:
+    """Token ``i`` is a parameter in ``def entry(a, b):``."""
+    if i >= 3 and toks[i - 3].string == "def" and toks[i - 2].string == entry \
+            and toks[i - 1].string == "(":
+        return True
+    return (i >= 5 and toks[i - 5].string == "def" and toks[i - 4].string == entry
+            and toks[i - 3].string == "(" and toks[i - 1].string == ",")
+
+
+def _literal_key(toks: list[tokenize.TokenInfo], i: int) -> str | None:
+    """The key of ``p["k"]`` or ``p.get("k"`` + ``,`` or ``)`` at token ``i``; else None."""
+    rest = [t.string for t in toks[i + 1:i + 5]]
+    if len(rest) >= 3 and rest[0] == "[" and rest[2] == "]":
+        lit = toks[i + 2]
+    elif len(rest) == 4 and rest[:3] == [".", "get", "("] and i + 5 < len(toks) \
+            and toks[i + 5].string in (",", ")"):
+        lit = toks[i + 4]
+    else:
+        return None
+    if lit.type != tokenize.STRING:
+        return None
+    try:
+        value = ast.literal_eval(lit.string)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
