@@ -43,12 +43,13 @@ _MEMORY_MARKERS = ("out of memory", "memory allocation", "capacity overflow", "M
 class _Pipe:
     """Length-prefixed frames over two raw fds (blocking)."""
 
-    __slots__ = ("rfd", "wfd", "buf")
+    __slots__ = ("rfd", "wfd", "buf", "spin")
 
     def __init__(self, rfd: int, wfd: int) -> None:
         self.rfd = rfd
         self.wfd = wfd
         self.buf = b""
+        self.spin = True
 
     def send(self, tag: int, payload: bytes) -> None:
         data = memoryview(HEADER.pack(len(payload), tag) + payload)
@@ -64,15 +65,34 @@ class _Pipe:
 # bare pipe ping-pong here), twice per round trip; a call and its reply usually
 # arrive well within this window, so a short poll halves the round trip. After the
 # window the read blocks as before (no busy waiting on long calls).
+#
+# Adaptive: a pipe whose last wait outlasted the window stops polling until a wait
+# is short again. Calls that wait in a program (exec.run) would otherwise burn the
+# window on every call, and with more calls in flight than CPUs that steals the
+# CPU (and, in the harness process, the GIL) from the work itself.
 SPIN_S = 0.0003
 
 
-def _spin_until_readable(fd: int) -> None:
+def _spin_until_readable(fd: int) -> bool:
+    """Poll ``fd`` for up to SPIN_S; True if it became readable."""
     end = time.monotonic() + SPIN_S
     ready = select.select
     while not ready((fd,), (), (), 0)[0]:
         if time.monotonic() > end:
-            return
+            return False
+    return True
+
+
+def _wait_readable(pipe: Any, fd: int) -> None:
+    """Before a read that may block: poll briefly if the last wait was short."""
+    if pipe.spin:
+        if not _spin_until_readable(fd):
+            pipe.spin = False
+        return
+    start = time.monotonic()
+    select.select((fd,), (), ())
+    if time.monotonic() - start < SPIN_S:
+        pipe.spin = True
 
 
 def read_frame(pipe: Any, fd: int, eof: type[Exception]) -> tuple[int, Any]:
@@ -83,7 +103,7 @@ def read_frame(pipe: Any, fd: int, eof: type[Exception]) -> tuple[int, Any]:
     """
     buf = pipe.buf
     if not buf and SPIN_S > 0:
-        _spin_until_readable(fd)
+        _wait_readable(pipe, fd)
     while len(buf) < 5:
         chunk = os.read(fd, 65536)
         if not chunk:

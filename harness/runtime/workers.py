@@ -112,7 +112,7 @@ class _NotSent(_Died):
 
 
 class _Worker:
-    __slots__ = ("proc", "pid", "rfd", "wfd", "errfile", "buf", "known", "config", "lock",
+    __slots__ = ("proc", "pid", "rfd", "wfd", "errfile", "buf", "spin", "known", "config", "lock",
                  "hard", "ready", "killed", "retire", "timed_out", "failed")
 
     def __init__(self, proc: subprocess.Popen[bytes], errfile: IO[bytes]) -> None:
@@ -123,6 +123,7 @@ class _Worker:
         self.rfd = proc.stdout.fileno()
         self.errfile = errfile  # the worker's stderr: an unlinked temporary file
         self.buf = b""
+        self.spin = True  # poll before blocking (worker_main.read_frame)
         self.known: set[int] = set()  # script ids this worker has compiled
         self.config: Config | None = None  # the config object last sent
         self.lock = threading.Lock()  # guards hard/killed against the watchdog

@@ -1,0 +1,69 @@
+"""The worker pipe's framing and its adaptive poll-before-block (worker_main)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from harness.runtime.worker_main import HEADER, SPIN_S, _Pipe, read_frame
+
+
+def frame(tag: int, body: bytes) -> bytes:
+    return HEADER.pack(len(body), tag) + body
+
+
+def test_frames_split_and_joined_arrive_whole() -> None:
+    r, w = os.pipe()
+    pipe = _Pipe(r, w)
+    try:
+        os.write(w, frame(1, b"ab") + frame(2, b"cde"))
+        assert read_frame(pipe, r, EOFError) == (1, b"ab")
+        assert read_frame(pipe, r, EOFError) == (2, b"cde")
+        big = os.urandom(300_000)
+        t = threading.Thread(target=lambda: os.write(w, frame(3, big)))
+        t.start()
+        assert read_frame(pipe, r, EOFError) == (3, big)
+        t.join()
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_a_long_wait_stops_the_polling_and_a_short_one_resumes_it() -> None:
+    r, w = os.pipe()
+    pipe = _Pipe(r, w)
+    try:
+        assert pipe.spin
+        # The answer comes well after the poll window: the pipe stops polling.
+        timer = threading.Timer(SPIN_S * 20, lambda: os.write(w, frame(1, b"late")))
+        timer.start()
+        assert read_frame(pipe, r, EOFError) == (1, b"late")
+        assert not pipe.spin
+        # A long wait while not polling keeps it that way...
+        timer = threading.Timer(SPIN_S * 20, lambda: os.write(w, frame(2, b"late")))
+        timer.start()
+        assert read_frame(pipe, r, EOFError) == (2, b"late")
+        assert not pipe.spin
+        # ...and an answer that is already there turns polling back on.
+        os.write(w, frame(3, b"now"))
+        time.sleep(0.001)
+        assert read_frame(pipe, r, EOFError) == (3, b"now")
+        assert pipe.spin
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_eof_is_reported() -> None:
+    r, w = os.pipe()
+    pipe = _Pipe(r, w)
+    os.close(w)
+    try:
+        read_frame(pipe, r, EOFError)
+    except EOFError:
+        pass
+    else:
+        raise AssertionError("EOF not reported")
+    finally:
+        os.close(r)
