@@ -8,7 +8,8 @@ Run: python bench/bench_call.py [--quick]
 (b') the same under process isolation (the default: worker processes);
 (c) peers on the same trivial tool: LangChain StructuredTool.invoke, pydantic-ai's tool
     call path, the mcp SDK server's call_tool (from bench/peers.py; skipped if missing);
-(d) exec.run("true") sandboxed vs subprocess.run(["true"]).
+(d) exec.run("true") sandboxed vs subprocess.run(["true"]): started cold, back to back
+    through prepared sandboxes (runtime/prewarm.py), and 20 ms apart (an agent's pace).
 Every figure of (a)-(c) is measured interleaved (see peers.interleaved_us), so
 the ratios compare calls made under the same machine state.
 Every figure is a median measured in this run; ratios are against (a) of this run.
@@ -17,16 +18,18 @@ Every figure is a median measured in this run; ratios are against (a) of this ru
 from __future__ import annotations
 
 import contextlib
+import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from peers import interleaved_us, median_us  # noqa: E402 - shared timing helpers
+from peers import interleaved_us  # noqa: E402 - shared timing helpers
 
 TOOL = """\
 ---
@@ -129,15 +132,41 @@ def main() -> None:
         except ImportError:
             print("exec.run not available; sandbox figure skipped")
             return
+        from harness.runtime import prewarm
+
         ws = Path(tmp)
         ctx = CallContext(config=Config(root=ws, workspace=ws))
-        m = 30 if quick else 100
-        plain = median_us(lambda: subprocess.run(["true"], check=False), m, warmup=5)
-        boxed = median_us(lambda: exec_run(ctx, "true"), m, warmup=5)
-        print(f"{'(d) subprocess.run([true])':48} {plain:10.1f}")
-        print(f"{'(d) exec.run(true), sandboxed':48} {boxed:10.1f}")
-        print(f"sandbox overhead: {(boxed - plain) / 1000:.2f} ms median")
+        rounds = 20 if quick else 60
+        times: dict[str, list[float]] = {k: [] for k in (
+            "plain", "cold", "back-to-back", "spaced")}
 
+        def timed(fn: Callable[[], object]) -> float:
+            t0 = time.perf_counter()
+            fn()
+            return (time.perf_counter() - t0) * 1e6
+
+        for _ in range(5):
+            exec_run(ctx, "true")
+        for _ in range(rounds):  # interleaved, so every case sees the same machine
+            times["plain"].append(timed(lambda: subprocess.run(["true"], check=False)))
+            prewarm.ENABLED = False
+            times["cold"].append(timed(lambda: exec_run(ctx, "true")))
+            prewarm.ENABLED = True
+            burst = [timed(lambda: exec_run(ctx, "true")) for _ in range(5)]
+            times["back-to-back"] += burst[1:]
+            time.sleep(0.02)  # an agent's pace: a model turn between two commands
+            times["spaced"].append(timed(lambda: exec_run(ctx, "true")))
+        prewarm.discard_all()
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"{'(d) subprocess.run([true])':48} {med['plain']:10.1f}")
+        for label, k in (("(d) exec.run(true), sandbox started cold", "cold"),
+                         ("(d) exec.run(true), back to back (prepared)", "back-to-back"),
+                         ("(d) exec.run(true), 20 ms apart (prepared)", "spaced")):
+            print(f"{label:48} {med[k]:10.1f}   overhead {(med[k] - med['plain']) / 1000:.2f} ms")
+        print("sandbox overhead (median, vs subprocess.run): cold "
+              f"{(med['cold'] - med['plain']) / 1000:.2f} ms, back to back "
+              f"{(med['back-to-back'] - med['plain']) / 1000:.2f} ms, 20 ms apart "
+              f"{(med['spaced'] - med['plain']) / 1000:.2f} ms")
 
 if __name__ == "__main__":
     main()

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from harness.artifacts.model import HookSpec
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
-from harness.runtime.reach import hook_inputs
+from harness.runtime.reach import UNUSED, hook_inputs
 from harness.runtime.when import WhenError, compile_when
 
 # Keys a modify() may change, per event. Any other key must be left as it is.
@@ -120,16 +120,17 @@ def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: Sc
             return "skip", "", current, took
     # Hand the script only what it can observe (runtime/reach.py): converting into
     # Starlark costs per value, and arguments can be large. A parameter the script
-    # never names gets 0, the cheapest value to convert (None costs ~4x more).
+    # never names is UNUSED: the runtime passes 0 (the cheapest value to convert), or
+    # nothing at all when neither is read.
     event_used, keys = hook_inputs(hook.script)
     if keys is None:
-        seen: Mapping[str, Any] | int = current
+        seen: Mapping[str, Any] | object = current
     elif keys:
         seen = {k: current[k] for k in keys if k in current}
     else:
-        seen = 0
+        seen = UNUSED
     out = runtime.run_hook(hook.script, path, hook.script_line or 1,
-                           event if event_used else 0, seen, make_ctx(hook),
+                           event if event_used else UNUSED, seen, make_ctx(hook),
                            hook.timeout_ms)
     if out.status != "ok":
         _fail(out, hook, "")

@@ -117,9 +117,10 @@ class ScriptRuntime(Protocol):
     def run_tool(self, script: str, filename: str, line: int, args: Mapping[str, Any],
                  ctx: CallContext, timeout_ms: int) -> Outcome: ...
 
-    def run_hook(self, script: str, filename: str, line: int, event: str | int,
-                 payload: Mapping[str, Any] | int, ctx: CallContext,
-                 timeout_ms: int) -> Outcome: ...
+    def run_hook(self, script: str, filename: str, line: int, event: object,
+                 payload: object, ctx: CallContext, timeout_ms: int) -> Outcome:
+        """Call ``handle(event, payload)``; either may be ``reach.UNUSED``."""
+        ...
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome: ...

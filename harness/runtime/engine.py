@@ -22,6 +22,7 @@ import starlark as sl
 from harness import surface
 from harness.errors import BuiltinError
 from harness.runtime.context import CallContext, Outcome
+from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
 from harness.runtime.when import fast_when
 
 MAX_CALLSTACK = 64
@@ -277,13 +278,11 @@ class InProcessRuntime:
                                 (args if type(args) is dict else dict(args),), ctx,
                                 timeout_ms)
 
-    def run_hook(self, script: str, filename: str, line: int, event: str | int,
-                 payload: Mapping[str, Any] | int, ctx: CallContext,
-                 timeout_ms: int) -> Outcome:
+    def run_hook(self, script: str, filename: str, line: int, event: object,
+                 payload: object, ctx: CallContext, timeout_ms: int) -> Outcome:
         ctx.kind = "hook"
-        return self.engine.call("hook", script, filename, line, _HOOK_ENTRY,
-                                (event, payload if isinstance(payload, (dict, int))
-                                 else dict(payload)), ctx, timeout_ms)
+        source, entry, args = hook_call(script, event, payload)
+        return self.engine.call("hook", source, filename, line, entry, args, ctx, timeout_ms)
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
@@ -295,7 +294,25 @@ class InProcessRuntime:
                                 (event, dict(payload)), ctx, timeout_ms)
 
     def close(self) -> None:
-        pass
+        # Prepared sandboxes belong to the process; close() leaves nothing behind.
+        from harness.runtime import prewarm
+
+        prewarm.discard_all()
+
+
+def hook_call(script: str, event: object, payload: object) -> tuple[str, str, tuple[Any, ...]]:
+    """(source, entry, arguments) of a hook call; UNUSED parameters cost nothing."""
+    if event is UNUSED and payload is UNUSED:
+        wrapped = noargs_source(script)
+        if wrapped is not None:
+            return wrapped, NOARGS_ENTRY, ()
+    if event is UNUSED:
+        event = 0
+    if payload is UNUSED:
+        payload = 0
+    elif not isinstance(payload, dict):
+        payload = dict(payload)  # type: ignore[call-overload]
+    return script, _HOOK_ENTRY, (event, payload)
 
 
 def when_source(expr: str) -> str:

@@ -121,3 +121,31 @@ def _literal_key(toks: list[tokenize.TokenInfo], i: int) -> str | None:
     except (ValueError, SyntaxError):
         return None
     return value if isinstance(value, str) else None
+
+
+# A hook that reads neither parameter is called through this wrapper, appended to its
+# script: a call with no arguments converts nothing into Starlark (each argument
+# crossing costs ~0.3-0.5 us, i.e. about a tenth of a whole small call).
+NOARGS_ENTRY = "harness_noargs"
+_NOARGS_SOURCE = f"\n\ndef {NOARGS_ENTRY}():\n    return handle(0, 0)\n"
+
+
+class _Unused:
+    """Stands for a parameter the script never reads (see ``hook_inputs``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNUSED"
+
+
+UNUSED: object = _Unused()
+
+
+@lru_cache(maxsize=1024)
+def noargs_source(script: str) -> str | None:
+    """``script`` plus the zero-argument entry, or None if the name is taken."""
+    if NOARGS_ENTRY in script:
+        return None
+    return script.rstrip("\n") + "\n" + _NOARGS_SOURCE
+

@@ -346,6 +346,9 @@ def main(argv: list[str]) -> None:
     os.close(devnull)
     os.dup2(2, 1)
     _arm(parent_pid, memory_mb)
+    from harness.runtime import prewarm
+
+    prewarm.SYNC = True  # one thread here: prepare sandboxes inline (see prewarm.py)
     try:
         _serve(_Pipe(rfd, wfd), memory_mb)
     except (BrokenPipeError, EOFError):

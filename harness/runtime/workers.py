@@ -46,7 +46,7 @@ from harness import surface
 from harness.config import Config
 from harness.errors import BuiltinError
 from harness.runtime.context import CallContext, Outcome
-from harness.runtime.engine import when_source
+from harness.runtime.engine import hook_call, when_source
 from harness.runtime.when import fast_when
 from harness.runtime.worker_main import (
     HEADER,
@@ -444,14 +444,11 @@ class ProcessRuntime:
         return self._call("tool", script, filename, line, surface.TOOL_ENTRY[0],
                           (dict(args),), ctx, timeout_ms)
 
-    def run_hook(self, script: str, filename: str, line: int, event: str | int,
-                 payload: Mapping[str, Any] | int, ctx: CallContext,
-                 timeout_ms: int) -> Outcome:
+    def run_hook(self, script: str, filename: str, line: int, event: object,
+                 payload: object, ctx: CallContext, timeout_ms: int) -> Outcome:
         ctx.kind = "hook"
-        return self._call("hook", script, filename, line, surface.HOOK_ENTRY[0],
-                          (event, payload if isinstance(payload, (dict, int)) else dict(payload)),
-                          ctx,
-                          timeout_ms)
+        source, entry, args = hook_call(script, event, payload)
+        return self._call("hook", source, filename, line, entry, args, ctx, timeout_ms)
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:

@@ -7,17 +7,19 @@ the whole payload. Anything the scan cannot prove gets the whole payload.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
-from core_samples import ECHO
+from core_samples import ECHO, write_project
 from test_hooks import hook
 
 import harness
 from harness.artifacts.model import HookSpec, Source
 from harness.hooks import HookChain
 from harness.runtime.context import CallContext, Outcome
-from harness.runtime.reach import HookInputs, hook_inputs
+from harness.runtime.engine import hook_call
+from harness.runtime.reach import NOARGS_ENTRY, UNUSED, HookInputs, hook_inputs
 
 MakeHarness = Callable[..., harness.Harness]
 ALL = HookInputs(True, None)
@@ -97,12 +99,24 @@ PAYLOAD = {"id": "c1", "name": "write", "arguments": {"content": "x" * 100_000},
 
 
 def test_a_hook_reading_the_name_is_not_handed_the_arguments() -> None:
-    assert run_chain(handle('return block(payload["name"])'), PAYLOAD) == (0, {"name": "write"})
+    assert run_chain(handle('return block(payload["name"])'), PAYLOAD) == (
+        UNUSED, {"name": "write"})
 
 
 def test_unused_parameters_are_handed_a_placeholder() -> None:
-    assert run_chain(handle("return allow()"), PAYLOAD) == (0, 0)
-    assert run_chain(handle("return block(event)"), PAYLOAD) == ("tool.pre", 0)
+    assert run_chain(handle("return allow()"), PAYLOAD) == (UNUSED, UNUSED)
+    assert run_chain(handle("return block(event)"), PAYLOAD) == ("tool.pre", UNUSED)
+
+
+def test_a_hook_reading_nothing_is_called_without_arguments() -> None:
+    script = handle("return allow()")
+    source, entry, args = hook_call(script, UNUSED, UNUSED)
+    assert (entry, args) == (NOARGS_ENTRY, ()) and source.startswith(script)
+    # The placeholder of one unused parameter is 0, the cheapest value to convert.
+    assert hook_call(script, "tool.pre", UNUSED) == (script, "handle", ("tool.pre", 0))
+    # A script that already uses the wrapper's name keeps the plain call.
+    taken = script + "harness_noargs = 1\n"
+    assert hook_call(taken, UNUSED, UNUSED) == (taken, "handle", (0, 0))
 
 
 def test_a_hook_using_the_whole_payload_gets_all_of_it() -> None:
@@ -142,3 +156,20 @@ def test_a_helper_with_the_same_parameter_name_sees_everything(
         "  def handle(event, payload):\n      return block(describe(payload))\n---\nh\n")})
     assert h.call("echo", {"path": "p"}).error == (
         'blocked by hook "h": ["arguments", "id", "name", "session"]')
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_hooks_reading_nothing_decide_and_fail_as_written(tmp_path: Path, isolation: str) -> None:
+    for body, expected in (('return block("no")', 'blocked by hook "h": no'),
+                           ('x = 1\nfail("boom")', None)):
+        root = tmp_path / f"p{len(body)}"
+        write_project(root, tools={"echo": ECHO}, hooks={"h": hook("tool.pre", body)})
+        (root / "harness.md").write_text(f"---\nruntime: {{isolation: {isolation}}}\n---\n")
+        with harness.load(root) as h:
+            err = h.call("echo", {"path": "p"}).error
+        if expected is not None:
+            assert err == expected
+        else:
+            # fail() is on line 6 of the hook file (---, event, script, def, x = 1, fail)
+            assert err is not None and err.startswith('hook "h" failed: boom (at ') \
+                and err.endswith("h.md:6)"), err

@@ -25,6 +25,7 @@ _bwrap, _flags, _why = sandbox.status()
 MODES = [pytest.param("required", marks=pytest.mark.skipif(_flags is None, reason=str(_why))),
          "off"]
 PY = "/usr/bin/python3"
+pytestmark = pytest.mark.usefixtures("start_mode")
 KEYS = {"ok", "exit_code", "stdout", "stderr", "duration_ms", "timed_out", "truncated"}
 
 
@@ -54,7 +55,9 @@ def ctx(request: pytest.FixtureRequest, ws: Path) -> CallContext:
 
 
 def test_registered_under_dotted_name() -> None:
-    assert FUNCTIONS == {"exec.run": run}
+    from harness.runtime.builtins import proc
+
+    assert FUNCTIONS == {"exec.run": proc.run}
 
 
 def test_success_shape(ctx: CallContext) -> None:

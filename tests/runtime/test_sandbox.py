@@ -60,7 +60,7 @@ def outside(tmp_path: Path) -> Path:
     return out
 
 
-pytestmark = needs_bwrap
+pytestmark = [needs_bwrap, pytest.mark.usefixtures("start_mode")]
 
 
 # ---------------------------------------------------------------- reading

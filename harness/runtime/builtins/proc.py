@@ -24,12 +24,13 @@ from typing import Any
 
 from harness.config import Config
 from harness.errors import BuiltinError, JailError
-from harness.runtime import sandbox
+from harness.runtime import prewarm, sandbox
 from harness.runtime.context import CallContext
 from harness.runtime.jail import DIR_FLAGS, PROBE_FLAGS, Jail, get_jail
 
 _CHUNK = 65536
 _DRAIN_GRACE_S = 0.5  # reading after exit/kill when something escaped the group
+PREPARE_AFTER_S = 0.01  # see runtime/prewarm.py
 
 
 # ---------------------------------------------------------------- arguments
@@ -181,8 +182,11 @@ def _exited(pid: int) -> bool:
 
 
 def _communicate(proc: subprocess.Popen[bytes], data: bytes | None, deadline: float,
-                 out: _Sink, err: _Sink) -> bool:
-    """Pump stdin/stdout/stderr until the program ends or the deadline. True if timed out."""
+                 out: _Sink, err: _Sink,
+                 nudge: tuple[float, Callable[[], None]] | None = None) -> bool:
+    """Pump stdin/stdout/stderr until the program ends or the deadline. True if timed out.
+
+    ``nudge``: (time, fn): call ``fn`` once if the program still runs at that time."""
     sel = selectors.DefaultSelector()
     assert proc.stdout is not None and proc.stderr is not None
     sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
@@ -215,6 +219,12 @@ def _communicate(proc: subprocess.Popen[bytes], data: bytes | None, deadline: fl
             elif ended and now >= deadline:
                 break
             wait = deadline - now
+            if nudge is not None and not ended:
+                if now >= nudge[0]:
+                    nudge[1]()
+                    nudge = None
+                else:
+                    wait = min(wait, nudge[0] - now)
             if pidfd < 0 and not ended:
                 wait = min(wait, 0.02)
                 if _exited(proc.pid):
@@ -351,18 +361,42 @@ def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir
 
     out, err = _Sink(limit), _Sink(limit)
     start = time.monotonic()
+    proc: subprocess.Popen[bytes] | None = None
+    warm_key = None
+    if p.sandboxed and prewarm.ENABLED:
+        # A sandbox prepared after an earlier command, for this very plan, skips the
+        # setup (runtime/prewarm.py); this command's run prepares the next one.
+        parts = prewarm.split(spawn)
+        if parts is not None:
+            base = sandbox.child_env(config.exec.env, {}, sandboxed=True)
+            warm_key = prewarm.key_of(parts[0], base)
+            line = prewarm.command_line(cwd, base, p.env, program, argv)
+            ready = prewarm.take(warm_key) if line is not None else None
+            if ready is not None and line is not None and prewarm.start(ready, parts[0], line):
+                proc = ready.proc
+    if proc is None:
+        try:
+            proc = subprocess.Popen(
+                spawn, stdin=subprocess.PIPE if data else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=p.env, cwd=p.cwd,
+                start_new_session=True, close_fds=True,
+            )
+        except OSError as exc:
+            return {"ok": False, "exit_code": 126, "stdout": "", "duration_ms": 0,
+                    "stderr": f'exec.run: cannot start "{cmd}": {exc.strerror or exc}'[:limit],
+                    "timed_out": False, "truncated": False}
+    # The next command's sandbox is prepared once this one is done, or from
+    # PREPARE_AFTER_S on if it runs longer: a short command keeps the CPU to itself.
+    # When the last one was taken before it was ready, right away instead.
+    nudge = None
+    if warm_key is not None:
+        key = warm_key
+        if prewarm.eager(key):  # calls come back to back: overlap the next set-up now
+            prewarm.prepare(key, workspace)
+        else:
+            nudge = (start + PREPARE_AFTER_S, lambda: prewarm.prepare(key, workspace))
     try:
-        proc = subprocess.Popen(
-            spawn, stdin=subprocess.PIPE if data else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=p.env, cwd=p.cwd,
-            start_new_session=True, close_fds=True,
-        )
-    except OSError as exc:
-        return {"ok": False, "exit_code": 126, "stdout": "", "duration_ms": 0,
-                "stderr": f'exec.run: cannot start "{cmd}": {exc.strerror or exc}'[:limit],
-                "timed_out": False, "truncated": False}
-    try:
-        timed_out = _communicate(proc, data, start + budget / 1000.0, out, err)
+        timed_out = _communicate(proc, data, start + budget / 1000.0, out, err, nudge)
     finally:
         if proc.poll() is None:
             _kill_group(proc.pid)
@@ -371,6 +405,8 @@ def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir
             if f is not None:
                 f.close()
     duration = round((time.monotonic() - start) * 1000)
+    if warm_key is not None:
+        prewarm.prepare(warm_key, workspace)  # a no-op when the nudge already did it
 
     notes = _after_run(config, workspace, p)
     if notes:

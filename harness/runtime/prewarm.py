@@ -1,0 +1,344 @@
+"""Prepared sandboxes: the next ``exec.run`` finds its bubblewrap already set up.
+
+Setting up a sandbox (namespaces, mounts, ``pivot_root``) costs ~5 ms here, most of
+it kernel work that does not depend on the command. So after every sandboxed
+command, a sandbox for the *same plan* (same bwrap flags, mounts, masks and base
+environment) is started in the background: bubblewrap sets it up and then runs a
+small POSIX ``sh`` stub that prints one byte and waits for its command on stdin.
+
+Every prepared sandbox serves exactly one command, so every command still gets
+fresh namespaces and a fresh ``/tmp`` (SPEC §8.4). Before one is used:
+
+- its plan must equal the plan computed for this call (flags, every mount, the
+  sensitive-file masks, the environment): a workspace that changed since (a new
+  ``.env``, a protected path created) gives a different plan, and a cold start;
+- what the sandbox actually mounted is checked from outside through
+  ``/proc/PID/root``: every bind shows the inode the host path holds *now*, every
+  mask is ``/dev/null`` or an empty tmpfs, read-only binds are read-only. A path
+  swapped between the start and the use fails the check, and the call starts cold.
+
+Then the stub reads one line: ``cd DIR; unset PWD OLDPWD; export NAME=VALUE...;
+exec PROGRAM ARGS``, every word single-quoted (the stub already has the plan's base
+environment). Anything the line cannot carry (a variable name that is not a shell
+name, a line over 32 KiB) starts cold, as does a machine without ``dash``.
+``HARNESS_PREWARM=0`` turns this off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import select
+import shutil
+import stat
+import subprocess
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+
+ENABLED = os.environ.get("HARNESS_PREWARM", "1") != "0"
+# Worker processes run one thread (worker_main lifts RLIMIT_AS around each fork):
+# they start the next sandbox themselves, right after the command, instead of
+# through a spawner thread.
+SYNC = False
+MAX_KEYS = 2  # prepared sandboxes kept per process (one per plan, least recent evicted)
+MAX_LINE = 32 * 1024
+READY_WAIT_S = 2.0
+
+# ``nl`` lets a quoted word carry a newline: read -r stops at the first one.
+STUB = "nl='\n'\nprintf R\nIFS= read -r line || exit 125\neval \"$line\"\n"
+
+Key = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
+
+
+class Prepared:
+    __slots__ = ("proc", "key")
+
+    def __init__(self, proc: subprocess.Popen[bytes], key: Key) -> None:
+        self.proc = proc
+        self.key = key
+
+
+_lock = threading.Lock()
+_cond = threading.Condition(_lock)
+_ready: OrderedDict[Key, Prepared] = OrderedDict()
+_pending: set[Key] = set()  # being started (by the spawner thread)
+# Per plan: the last prepared sandbox was still setting up when it was taken (calls
+# come back to back), so the next one is prepared as soon as a command starts.
+_eager: dict[Key, bool] = {}
+_jobs: queue.SimpleQueue[tuple[Key, str, int] | None] = queue.SimpleQueue()
+_generation = 0  # bumped by discard_all: a start in flight then kills what it made
+_spawner: threading.Thread | None = None
+_tools: str | None = None  # dash's real path; "" when there is none
+
+
+def split(argv: Sequence[str]) -> tuple[tuple[str, ...], list[str]] | None:
+    """(bwrap argv before ``--chdir``, the rest), or None if there is no ``--chdir``."""
+    try:
+        i = list(argv).index("--chdir")
+    except ValueError:
+        return None
+    return tuple(argv[:i]), list(argv[i:])
+
+
+def key_of(prefix: tuple[str, ...], env: Mapping[str, str]) -> Key:
+    return prefix, tuple(sorted(env.items()))
+
+
+def tools() -> str | None:
+    """The real path of ``dash`` under /usr (visible in every sandbox), or None.
+
+    dash, because its environment is exactly what it was given plus PWD/OLDPWD,
+    which the line unsets (bash would add SHLVL and ``_``). No dash: no prepared
+    sandboxes, every command starts cold."""
+    global _tools
+    if _tools is None:
+        path = shutil.which("dash", path="/usr/bin:/bin")
+        real = os.path.realpath(path) if path else ""
+        _tools = real if real.startswith("/usr/") else ""
+    return _tools or None
+
+
+def _quote(word: str) -> str:
+    return "'" + word.replace("'", "'\\''").replace("\n", "'\"$nl\"'") + "'"
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def command_line(cwd: str, base: Mapping[str, str], env: Mapping[str, str], program: str,
+                 args: Sequence[str]) -> bytes | None:
+    """The stub's one line, or None when it cannot carry this command.
+
+    The stub runs with ``base`` as its environment; the line exports what this call
+    adds or changes, and takes back the PWD/OLDPWD dash itself sets."""
+    if tools() is None or not program.startswith("/"):
+        return None
+    words = []
+    for k, v in env.items():
+        if k in ("PWD", "OLDPWD") or base.get(k) != v:
+            if not _NAME.fullmatch(k):
+                return None
+            words.append(_quote(f"{k}={v}"))
+    line = (f"cd -- {_quote(cwd)} || exit 126; unset PWD OLDPWD; "
+            + (f"export {' '.join(words)}; " if words else "")
+            + "exec " + " ".join(_quote(w) for w in (program, *args)))
+    data = os.fsencode(line) + b"\n"
+    return data if len(data) <= MAX_LINE else None
+
+
+# ---------------------------------------------------------------- taking one
+
+
+def take(key: Key) -> Prepared | None:
+    """The prepared sandbox for this plan, if one is alive (it is now ours)."""
+    with _cond:
+        if key in _pending:  # being started: it is further along than a cold start
+            _cond.wait_for(lambda: key not in _pending, timeout=0.1)
+        p = _ready.pop(key, None)
+    if p is None:
+        return None
+    if p.proc.poll() is not None:
+        _kill(p)
+        return None
+    assert p.proc.stdout is not None
+    ready, _, _ = select.select([p.proc.stdout.fileno()], [], [], 0)
+    _eager[key] = not ready
+    return p
+
+
+def eager(key: Key) -> bool:
+    """Whether the next sandbox for ``key`` should be prepared right away."""
+    return _eager.get(key, False)
+
+
+def start(p: Prepared, prefix: Sequence[str], line: bytes) -> bool:
+    """Wait until ``p`` is set up, check its mounts, hand it the command line.
+
+    False (and ``p`` killed) when anything is off: the caller starts cold."""
+    proc = p.proc
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        ready, _, _ = select.select([proc.stdout.fileno()], [], [], READY_WAIT_S)
+        if not ready or os.read(proc.stdout.fileno(), 1) != b"R" or not verify(proc.pid,
+                                                                              prefix):
+            _kill(p)
+            return False
+        os.write(proc.stdin.fileno(), line)
+    except OSError:
+        _kill(p)
+        return False
+    return True
+
+
+def _sandbox_root(bwrap_pid: int) -> str | None:
+    """``/proc/PID/root`` of the sandbox's first process (bwrap's child)."""
+    try:
+        with open(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children", encoding="ascii") as f:
+            kids = f.read().split()
+    except OSError:
+        return None
+    return f"/proc/{kids[0]}/root" if len(kids) == 1 else None
+
+
+_ZERO = {"--unshare-all", "--unshare-user", "--unshare-user-try", "--disable-userns",
+         "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid",
+         "--unshare-ipc", "--unshare-uts", "--unshare-cgroup", "--unshare-cgroup-try",
+         "--as-pid-1", "--clearenv"}
+_ONE = {"--cap-drop", "--cap-add", "--proc", "--dev", "--tmpfs", "--remount-ro", "--dir",
+        "--perms", "--size", "--hostname"}
+_TWO = {"--bind", "--ro-bind", "--dev-bind", "--symlink"}
+
+
+def verify(bwrap_pid: int, prefix: Sequence[str]) -> bool:
+    """Whether the running sandbox shows what ``prefix`` asks for, as the host is now."""
+    root = _sandbox_root(bwrap_pid)
+    if root is None:
+        return False
+    try:
+        null = os.stat("/dev/null").st_rdev
+        i = 1  # prefix[0] is bwrap itself
+        while i < len(prefix):
+            op = prefix[i]
+            if op in _ZERO:
+                i += 1
+            elif op in _ONE:
+                dest = prefix[i + 1]
+                if op == "--tmpfs":
+                    inside = os.lstat(root + dest)
+                    host = _lstat(dest)
+                    if not stat.S_ISDIR(inside.st_mode) or (
+                            host is not None and host.st_dev == inside.st_dev):
+                        return False
+                elif op == "--remount-ro" and not os.statvfs(root + dest).f_flag & os.ST_RDONLY:
+                    return False
+                i += 2
+            elif op in _TWO:
+                src, dest = prefix[i + 1], prefix[i + 2]
+                if op == "--symlink":
+                    if os.readlink(root + dest) != src:
+                        return False
+                else:
+                    inside = os.lstat(root + dest)
+                    if src == "/dev/null":
+                        ok = stat.S_ISCHR(inside.st_mode) and inside.st_rdev == null
+                    else:
+                        host = os.stat(src)
+                        ok = (inside.st_dev, inside.st_ino) == (host.st_dev, host.st_ino)
+                    if not ok or (op == "--ro-bind"
+                                  and not os.statvfs(root + dest).f_flag & os.ST_RDONLY):
+                        return False
+                i += 3
+            else:
+                return False  # a flag this check does not know: start cold
+    except (OSError, IndexError):
+        return False
+    return True
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+# ---------------------------------------------------------------- preparing one
+
+
+def prepare(key: Key, workspace: str) -> None:
+    """Start a sandbox for ``key`` in the background (if none is ready or on the way)."""
+    if not ENABLED or tools() is None:
+        return
+    with _lock:
+        if key in _ready:
+            _ready.move_to_end(key)
+            return
+        if key in _pending:
+            return
+        _pending.add(key)
+    if SYNC:
+        _spawn(key, workspace, _generation)
+        return
+    global _spawner
+    with _lock:
+        if _spawner is None or not _spawner.is_alive():
+            # A thread that lives as long as the process: bubblewrap's die-with-parent
+            # follows the thread that started it.
+            _spawner = threading.Thread(target=_run_spawner, name="harness-prewarm",
+                                        daemon=True)
+            _spawner.start()
+    _jobs.put((key, workspace, _generation))
+
+
+def _run_spawner() -> None:
+    while True:
+        job = _jobs.get()
+        if job is None:
+            return
+        with contextlib.suppress(Exception):  # a failed start only means a cold start later
+            _spawn(*job)
+
+
+def _spawn(key: Key, workspace: str, generation: int) -> None:
+    try:
+        _start(key, workspace, generation)
+    finally:
+        with _cond:
+            _pending.discard(key)
+            _cond.notify_all()
+
+
+def _start(key: Key, workspace: str, generation: int) -> None:
+    t = tools()
+    if t is None:
+        return
+    prefix, env = key
+    with _lock:
+        if key in _ready or generation != _generation:
+            return
+    argv = [*prefix, "--chdir", workspace, "--", t, "-c", STUB, "harness-stub"]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(env), cwd=workspace,
+                            start_new_session=True, close_fds=True)
+    with contextlib.suppress(OSError):
+        # Set-up runs beside the command that asked for it: let that command go first.
+        os.setpriority(os.PRIO_PROCESS, proc.pid, 10)
+    evicted = []
+    with _lock:
+        if generation != _generation:
+            evicted.append(Prepared(proc, key))
+        else:
+            old = _ready.pop(key, None)
+            if old is not None:
+                evicted.append(old)
+            _ready[key] = Prepared(proc, key)
+            while len(_ready) > MAX_KEYS:
+                evicted.append(_ready.popitem(last=False)[1])
+    for p in evicted:
+        _kill(p)
+
+
+def _kill(p: Prepared) -> None:
+    proc = p.proc
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, 9)
+    with contextlib.suppress(Exception):
+        proc.wait(timeout=5)
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
+
+
+def discard_all() -> None:
+    """Kill every prepared sandbox of this process (Harness.close, tests)."""
+    global _generation
+    with _lock:
+        _generation += 1
+        items = list(_ready.values())
+        _ready.clear()
+    for p in items:
+        _kill(p)

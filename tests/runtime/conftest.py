@@ -1,0 +1,69 @@
+"""``start_mode``: run a module's exec.run tests both ways a sandbox can start.
+
+- ``cold``: prepared sandboxes off; every command starts its own bubblewrap.
+- ``warm``: before each command, the same plan runs ``true`` once, which prepares a
+  sandbox; the command then runs in that prepared sandbox (runtime/prewarm.py). The
+  security tests must hold either way.
+
+A module opts in with ``pytestmark = pytest.mark.usefixtures("start_mode")`` and
+calls ``run`` through its module global (the fixture replaces it). In ``warm`` mode
+every sandboxed command that returns must have run in a prepared sandbox, unless
+the test is marked ``cold_ok`` (it changes the workspace under the prepared one on
+purpose, which must make the command start cold).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from harness.runtime import prewarm
+from harness.runtime.builtins import proc
+
+
+@pytest.fixture(params=["cold", "warm"])
+def start_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    prewarm.discard_all()
+    if request.param == "cold":
+        monkeypatch.setattr(prewarm, "ENABLED", False)
+        yield "cold"
+        return
+    if prewarm.tools() is None:
+        pytest.skip("no dash on this machine: every command starts cold")
+    real = proc.run
+    real_popen = proc.subprocess.Popen
+    state = {"in_call": False, "cold": False}
+    missed: list[str] = []
+
+    class Recording(real_popen):  # type: ignore[misc, valid-type]
+        def __init__(self, argv: Any, *a: Any, **kw: Any) -> None:
+            if state["in_call"] and "--die-with-parent" in argv and "harness-stub" not in argv:
+                state["cold"] = True  # a sandboxed command started its own bubblewrap
+            super().__init__(argv, *a, **kw)
+
+    def warm_run(ctx: Any, cmd: Any, args: Any = (), *a: Any, **kw: Any) -> Any:
+        # Prepares a sandbox for this plan (allowed_commands is not part of a plan).
+        config = ctx.config
+        primer = dataclasses.replace(ctx, config=dataclasses.replace(
+            config, exec=dataclasses.replace(config.exec, allowed_commands=())))
+        try:
+            real(primer, "true")
+        except Exception:  # noqa: BLE001 - the call under test reports it
+            pass
+        state["in_call"], state["cold"] = True, False
+        try:
+            return real(ctx, cmd, args, *a, **kw)
+        finally:
+            state["in_call"] = False
+            if state["cold"]:
+                missed.append(f"{cmd} {args}")
+
+    monkeypatch.setattr(proc.subprocess, "Popen", Recording)
+    monkeypatch.setattr(request.module, "run", warm_run)
+    yield "warm"
+    prewarm.discard_all()
+    if request.node.get_closest_marker("cold_ok") is None:
+        assert not missed, f"started cold, not in the prepared sandbox: {missed}"

@@ -1,0 +1,265 @@
+"""Prepared sandboxes (runtime/prewarm.py), from the attacker's side and the user's.
+
+The whole sandbox suite already runs through prepared sandboxes (start_mode in
+conftest.py). Here: what happens *between* the preparing and the use: the workspace
+changes under a prepared sandbox, the environment changes, the sandbox dies; and
+the one line that carries the command must carry every byte exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import harness
+from harness.config import Config
+from harness.runtime import prewarm, sandbox
+from harness.runtime.builtins.proc import run
+from harness.runtime.context import CallContext
+
+_bwrap, _flags, _why = sandbox.status()
+pytestmark = [
+    pytest.mark.skipif(_flags is None, reason=f"bubblewrap unusable here: {_why}"),
+    pytest.mark.skipif(prewarm.tools() is None, reason="no dash: prepared sandboxes are off"),
+]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Path]:
+    ws = tmp_path / "ws"
+    (ws / ".harness").mkdir(parents=True)
+    (ws / ".git").mkdir()
+    (ws / "sub").mkdir()
+    (ws / "harness.md").write_text("---\n---\n")
+    prewarm.discard_all()
+    yield ws
+    prewarm.discard_all()
+
+
+def make_ctx(ws: Path, **exec_kw: Any) -> CallContext:
+    config = Config(root=ws, workspace=ws)
+    config = dataclasses.replace(config, exec=dataclasses.replace(
+        config.exec, **{"sandbox": "required", **exec_kw}))
+    return CallContext(config=config)
+
+
+class Starts:
+    """Counts prepared sandboxes handed a command, and those refused at the check."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.warm = self.refused = 0
+        real = prewarm.start
+
+        def start(p: prewarm.Prepared, prefix: Any, line: bytes) -> bool:
+            ok = real(p, prefix, line)
+            if ok:
+                self.warm += 1
+            else:
+                self.refused += 1
+            return ok
+
+        monkeypatch.setattr(prewarm, "start", start)
+
+
+@pytest.fixture
+def starts(monkeypatch: pytest.MonkeyPatch) -> Starts:
+    return Starts(monkeypatch)
+
+
+def prime(ctx: CallContext) -> None:
+    """Run one command so that a sandbox is prepared for this plan, and let it set up."""
+    assert run(ctx, "true")["ok"]
+    time.sleep(0.05)
+
+
+def test_a_prepared_sandbox_runs_the_next_command(ws: Path, starts: Starts) -> None:
+    ctx = make_ctx(ws)
+    prime(ctx)
+    out = run(ctx, "sh", ["-c", 'pwd; echo "$X"; cat'], dir="sub", env={"X": "x y"},
+              stdin="from stdin\n")
+    assert out["ok"], out
+    assert out["stdout"] == f"{ws / 'sub'}\nx y\nfrom stdin\n"
+    assert starts.warm == 1
+
+
+def test_the_environment_is_exactly_the_plan(ws: Path, starts: Starts,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VISIBLE", "v1")
+    monkeypatch.setenv("SECRET_TOKEN", "s3cr3t")
+    ctx = make_ctx(ws, env=("PATH", "VISIBLE"))
+    prime(ctx)
+    out = run(ctx, "env", ["-0"], env={"EXTRA": "e\nf", "PATH": "/usr/bin"})
+    got = dict(item.split("=", 1) for item in out["stdout"].split("\0") if item)
+    assert got == {"HOME": sandbox.SANDBOX_HOME, "VISIBLE": "v1", "EXTRA": "e\nf",
+                   "PATH": "/usr/bin"}
+    assert starts.warm == 1
+    # The parent's value changes: the plan changes, and the command sees the new one.
+    monkeypatch.setenv("VISIBLE", "v2")
+    out = run(ctx, "printenv", ["VISIBLE"])
+    assert out["stdout"] == "v2\n"
+
+
+WORD = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+               max_size=40)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(args=st.lists(WORD, max_size=6), value=WORD)
+def test_every_byte_of_the_command_line_arrives(ws: Path, args: list[str], value: str) -> None:
+    ctx = make_ctx(ws)
+    prime(ctx)
+    out = run(ctx, "printf", ["%s\\0", *args, value])
+    assert out["ok"], out
+    assert out["stdout"].split("\0")[:-1] == [*args, value]
+    out = run(ctx, "printenv", ["V"], env={"V": value})
+    assert out["stdout"] == value + "\n"
+
+
+# ---------------------------------------------------------------- changes in between
+
+
+def test_a_protected_directory_replaced_after_preparing_stays_read_only(
+        ws: Path, starts: Starts) -> None:
+    ctx = make_ctx(ws)
+    prime(ctx)
+    # Same path, new inode: the prepared sandbox pinned the old one read-only.
+    (ws / ".harness").rename(ws / "old-harness")
+    (ws / ".harness").mkdir()
+    out = run(ctx, "sh", ["-c", "echo x > .harness/planted"])
+    assert not out["ok"]
+    assert not (ws / ".harness" / "planted").exists()
+    assert starts.refused + starts.warm >= 1 and starts.warm == 0
+
+
+def test_a_sensitive_file_created_after_preparing_is_masked(ws: Path) -> None:
+    ctx = make_ctx(ws)
+    prime(ctx)
+    (ws / ".env").write_text("API_KEY=leak\n")
+    out = run(ctx, "cat", [".env"])
+    assert "leak" not in out["stdout"]
+
+
+def test_a_sensitive_file_replaced_after_preparing_is_masked(ws: Path, starts: Starts) -> None:
+    (ws / ".env").write_text("OLD=1\n")
+    ctx = make_ctx(ws)
+    prime(ctx)
+    (ws / ".env").unlink()
+    (ws / ".env").write_text("API_KEY=leak\n")
+    out = run(ctx, "cat", [".env"])
+    assert "leak" not in out["stdout"]
+    assert starts.warm == 0  # the mask over the old file is gone: it must start cold
+
+
+def test_a_dead_prepared_sandbox_means_a_cold_start(ws: Path, starts: Starts) -> None:
+    ctx = make_ctx(ws)
+    prime(ctx)
+    with prewarm._lock:
+        prepared = list(prewarm._ready.values())
+    assert prepared
+    for p in prepared:
+        os.killpg(p.proc.pid, 9)
+        p.proc.wait()
+    out = run(ctx, "echo", ["still works"])
+    assert out["stdout"] == "still works\n" and starts.warm == 0
+
+
+def test_a_timeout_in_a_prepared_sandbox_kills_the_command(ws: Path, starts: Starts) -> None:
+    ctx = make_ctx(ws)
+    prime(ctx)
+    t0 = time.monotonic()
+    out = run(ctx, "sleep", ["20"], timeout_ms=300)
+    assert out["timed_out"] and time.monotonic() - t0 < 5
+    assert starts.warm == 1
+
+
+# ---------------------------------------------------------------- nothing left behind
+
+
+def _alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(") ", 1)[1].split()[0] != "Z":
+                    alive.append(pid)
+        except OSError:
+            pass
+    return alive
+
+
+def test_discard_all_leaves_no_process(ws: Path) -> None:
+    prime(make_ctx(ws))
+    with prewarm._lock:
+        pids = [p.proc.pid for p in prewarm._ready.values()]
+    assert _alive(pids)
+    prewarm.discard_all()
+    assert not _alive(pids)
+
+
+def test_harness_close_leaves_no_prepared_sandbox(ws: Path) -> None:
+    tools = ws / ".harness" / "tools"
+    tools.mkdir()
+    (tools / "sh.md").write_text("---\nscript: |\n  def run(args):\n"
+                                 "      return exec.run(\"true\")[\"ok\"]\n---\nrun true\n")
+    (ws / "harness.md").write_text("---\nruntime: {isolation: inprocess}\n"
+                                   "exec: {sandbox: required}\n---\n")
+    h = harness.load(ws)
+    assert h.call("sh", {}).value is True
+    assert h.call("sh", {}).value is True
+    deadline = time.monotonic() + 5
+    while not prewarm._ready and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with prewarm._lock:
+        pids = [p.proc.pid for p in prewarm._ready.values()]
+    assert _alive(pids)
+    h.close()
+    assert not _alive(pids)
+
+
+def _stub_sandboxes(ws: Path) -> list[int]:
+    """bwrap processes holding a prepared sandbox for ``ws``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"harness-stub" in argv and os.fsencode(str(ws)) in argv:
+            found.append(int(entry))
+    return _alive(found)
+
+
+def test_worker_sandboxes_are_prepared_and_die_with_the_pool(ws: Path) -> None:
+    from harness.config import ExecConfig, Limits
+    from harness.runtime.workers import ProcessRuntime
+
+    cfg = Config(root=ws, workspace=ws, limits=Limits(max_concurrency=1),
+                 exec=ExecConfig(sandbox="required"))
+    rt = ProcessRuntime(cfg)
+    try:
+        script = 'def run(args):\n    return exec.run("echo", [args["w"]])["stdout"]\n'
+        for word in ("one", "two", "three"):
+            out = rt.run_tool(script, "t", 1, {"w": word}, CallContext(config=cfg), 10000)
+            assert (out.status, out.value) == ("ok", word + "\n"), out
+        deadline = time.monotonic() + 5
+        while not _stub_sandboxes(ws) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _stub_sandboxes(ws), "the worker prepared no sandbox"
+    finally:
+        rt.close()
+    deadline = time.monotonic() + 5
+    while _stub_sandboxes(ws) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _stub_sandboxes(ws)
