@@ -17,11 +17,11 @@ fresh namespaces and a fresh ``/tmp`` (SPEC §8.4). Before one is used:
   mask is ``/dev/null`` or an empty tmpfs, read-only binds are read-only. A path
   swapped between the start and the use fails the check, and the call starts cold.
 
-Then the stub reads one line: ``cd DIR; unset PWD OLDPWD; export NAME=VALUE...;
-exec PROGRAM ARGS``, every word single-quoted (the stub already has the plan's base
-environment). Anything the line cannot carry (a variable name that is not a shell
-name, a line over 32 KiB) starts cold, as does a machine without ``dash``.
-``HARNESS_PREWARM=0`` turns this off.
+Then the stub reads one line: ``cd DIR; set -- PROGRAM ARGS; unset OLDPWD; export
+NAME=VALUE...; unset nl line; exec "$@"``, every word single-quoted (the stub already has the
+plan's base environment). Anything the line cannot carry (a variable name that is
+not a shell name or that dash owns, a line over 32 KiB) starts cold, as does a
+machine without ``dash``. ``HARNESS_PREWARM=0`` turns this off.
 """
 
 from __future__ import annotations
@@ -106,6 +106,10 @@ def _quote(word: str) -> str:
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Variables dash itself sets or resets at start (or the stub uses): with one of these
+# in the environment the command starts cold, so that it sees exactly what a cold
+# start gives it. PWD and OLDPWD are handled by the line itself.
+_SHELL_OWNED = frozenset({"PPID", "IFS", "OPTIND", "nl", "line"})
 
 
 def command_line(cwd: str, base: Mapping[str, str], env: Mapping[str, str], program: str,
@@ -113,18 +117,24 @@ def command_line(cwd: str, base: Mapping[str, str], env: Mapping[str, str], prog
     """The stub's one line, or None when it cannot carry this command.
 
     The stub runs with ``base`` as its environment; the line exports what this call
-    adds or changes, and takes back the PWD/OLDPWD dash itself sets."""
+    adds or changes, sets PWD as bubblewrap's ``--chdir`` does, and takes back the
+    OLDPWD that ``cd`` sets. Program and arguments go through ``set --`` while
+    ``nl`` still means a newline, then ``exec "$@"``."""
     if tools() is None or not program.startswith("/"):
         return None
     words = []
     for k, v in env.items():
-        if k in ("PWD", "OLDPWD") or base.get(k) != v:
-            if not _NAME.fullmatch(k):
-                return None
+        if k in _SHELL_OWNED or not _NAME.fullmatch(k):
+            return None  # dash would change or drop it: start cold
+        if k not in ("PWD", "OLDPWD") and base.get(k) != v:
             words.append(_quote(f"{k}={v}"))
-    line = (f"cd -- {_quote(cwd)} || exit 126; unset PWD OLDPWD; "
-            + (f"export {' '.join(words)}; " if words else "")
-            + "exec " + " ".join(_quote(w) for w in (program, *args)))
+    if "OLDPWD" in env:
+        words.append(_quote(f"OLDPWD={env['OLDPWD']}"))
+    words.append(_quote(f"PWD={cwd}"))
+    # nl is unset last: the quoted words above may use it.
+    line = (f"cd -- {_quote(cwd)} || exit 126; "
+            f"set -- {' '.join(_quote(w) for w in (program, *args))}; "
+            f"unset OLDPWD; export {' '.join(words)}; unset nl line; exec \"$@\"")
     data = os.fsencode(line) + b"\n"
     return data if len(data) <= MAX_LINE else None
 
@@ -154,19 +164,25 @@ def eager(key: Key) -> bool:
     return _eager.get(key, False)
 
 
-def start(p: Prepared, prefix: Sequence[str], line: bytes) -> bool:
-    """Wait until ``p`` is set up, check its mounts, hand it the command line.
+def start(p: Prepared, prefix: Sequence[str], line: bytes,
+          wait: float = READY_WAIT_S) -> bool:
+    """Wait (up to ``wait`` s) until ``p`` is set up, check its mounts, hand it the line.
 
     False (and ``p`` killed) when anything is off: the caller starts cold."""
     proc = p.proc
     assert proc.stdout is not None and proc.stdin is not None
     try:
-        ready, _, _ = select.select([proc.stdout.fileno()], [], [], READY_WAIT_S)
+        ready, _, _ = select.select([proc.stdout.fileno()], [], [], max(0.0, wait))
         if not ready or os.read(proc.stdout.fileno(), 1) != b"R" or not verify(proc.pid,
                                                                               prefix):
             _kill(p)
             return False
-        os.write(proc.stdin.fileno(), line)
+        # All of it, or nothing runs: a line cut short would be completed by the
+        # script's own stdin data.
+        view = memoryview(line)
+        fd = proc.stdin.fileno()
+        while view:
+            view = view[os.write(fd, view):]
     except OSError:
         _kill(p)
         return False
@@ -248,11 +264,21 @@ def _lstat(path: str) -> os.stat_result | None:
 # ---------------------------------------------------------------- preparing one
 
 
-def prepare(key: Key, workspace: str) -> None:
-    """Start a sandbox for ``key`` in the background (if none is ready or on the way)."""
+def generation() -> int:
+    """Read before a command; pass to :func:`prepare` after it (see ``discard_all``)."""
+    return _generation
+
+
+def prepare(key: Key, workspace: str, gen: int) -> None:
+    """Start a sandbox for ``key`` in the background (if none is ready or on the way).
+
+    ``gen``: :func:`generation` as it was when the command began; a ``discard_all``
+    since (``Harness.close`` during the command) means nothing is prepared."""
     if not ENABLED or tools() is None:
         return
     with _lock:
+        if gen != _generation:
+            return
         if key in _ready:
             _ready.move_to_end(key)
             return
@@ -260,7 +286,8 @@ def prepare(key: Key, workspace: str) -> None:
             return
         _pending.add(key)
     if SYNC:
-        _spawn(key, workspace, _generation)
+        with contextlib.suppress(Exception):  # a failed start only means a cold start later
+            _spawn(key, workspace, gen)
         return
     global _spawner
     with _lock:
@@ -270,7 +297,7 @@ def prepare(key: Key, workspace: str) -> None:
             _spawner = threading.Thread(target=_run_spawner, name="harness-prewarm",
                                         daemon=True)
             _spawner.start()
-    _jobs.put((key, workspace, _generation))
+    _jobs.put((key, workspace, gen))
 
 
 def _run_spawner() -> None:
@@ -303,9 +330,6 @@ def _start(key: Key, workspace: str, generation: int) -> None:
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=dict(env), cwd=workspace,
                             start_new_session=True, close_fds=True)
-    with contextlib.suppress(OSError):
-        # Set-up runs beside the command that asked for it: let that command go first.
-        os.setpriority(os.PRIO_PROCESS, proc.pid, 10)
     evicted = []
     with _lock:
         if generation != _generation:
@@ -316,7 +340,9 @@ def _start(key: Key, workspace: str, generation: int) -> None:
                 evicted.append(old)
             _ready[key] = Prepared(proc, key)
             while len(_ready) > MAX_KEYS:
-                evicted.append(_ready.popitem(last=False)[1])
+                gone = _ready.popitem(last=False)[1]
+                _eager.pop(gone.key, None)
+                evicted.append(gone)
     for p in evicted:
         _kill(p)
 
@@ -340,5 +366,6 @@ def discard_all() -> None:
         _generation += 1
         items = list(_ready.values())
         _ready.clear()
+        _eager.clear()
     for p in items:
         _kill(p)

@@ -386,7 +386,8 @@ def _race(ctx: CallContext, name: str, make_inside: Callable[[Path], None],
     t.start()
     ok = denied = n = 0
     try:
-        # At least 500 attempts and 200 flips; keep going (up to 3000) until both outcomes were seen.
+        # At least 500 attempts and 200 flips; keep going (up to 3000) until both outcomes
+        # were seen.
         while t.is_alive() and n < 3000 and (
                 n < 500 or flips[0] < 200 or (both and not (ok and denied))):
             n += 1

@@ -58,8 +58,8 @@ class Starts:
         self.warm = self.refused = 0
         real = prewarm.start
 
-        def start(p: prewarm.Prepared, prefix: Any, line: bytes) -> bool:
-            ok = real(p, prefix, line)
+        def start(p: prewarm.Prepared, prefix: Any, line: bytes, *rest: Any) -> bool:
+            ok = real(p, prefix, line, *rest)
             if ok:
                 self.warm += 1
             else:
@@ -98,8 +98,9 @@ def test_the_environment_is_exactly_the_plan(ws: Path, starts: Starts,
     prime(ctx)
     out = run(ctx, "env", ["-0"], env={"EXTRA": "e\nf", "PATH": "/usr/bin"})
     got = dict(item.split("=", 1) for item in out["stdout"].split("\0") if item)
+    # PWD as bubblewrap's --chdir sets it for a cold start
     assert got == {"HOME": sandbox.SANDBOX_HOME, "VISIBLE": "v1", "EXTRA": "e\nf",
-                   "PATH": "/usr/bin"}
+                   "PATH": "/usr/bin", "PWD": str(ws)}
     assert starts.warm == 1
     # The parent's value changes: the plan changes, and the command sees the new one.
     monkeypatch.setenv("VISIBLE", "v2")
@@ -263,3 +264,178 @@ def test_worker_sandboxes_are_prepared_and_die_with_the_pool(ws: Path) -> None:
     while _stub_sandboxes(ws) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not _stub_sandboxes(ws)
+
+
+# ---------------------------------------------------------------- review findings
+
+
+def warm_and_cold(ctx: CallContext, monkeypatch: pytest.MonkeyPatch, *a: Any,
+                  **kw: Any) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """(result in a prepared sandbox, result started cold, prepared sandboxes used)."""
+    counter = Starts(monkeypatch)
+    prime(ctx)
+    warm = run(ctx, *a, **kw)
+    prewarm.discard_all()
+    monkeypatch.setattr(prewarm, "ENABLED", False)
+    cold = run(ctx, *a, **kw)
+    monkeypatch.setattr(prewarm, "ENABLED", True)
+    return warm, cold, counter.warm
+
+
+def test_hidden_state_replaced_after_preparing_stays_hidden(ws: Path, starts: Starts) -> None:
+    (ws / ".harness" / "state").mkdir()
+    ctx = make_ctx(ws)
+    prime(ctx)
+    (ws / ".harness" / "state").rmdir()
+    (ws / ".harness" / "state").mkdir()
+    (ws / ".harness" / "state" / "audit.jsonl").write_text("AUDIT-SECRET\n")
+    out = run(ctx, "cat", [".harness/state/audit.jsonl"])
+    assert "AUDIT-SECRET" not in out["stdout"] and starts.warm == 0
+
+
+def test_a_mask_inside_a_read_only_dir_replaced_after_preparing_holds(
+        ws: Path, starts: Starts) -> None:
+    (ws / ".git" / "deploy.pem").write_text("OLD\n")
+    ctx = make_ctx(ws)
+    prime(ctx)
+    (ws / ".git" / "deploy.pem").unlink()
+    (ws / ".git" / "deploy.pem").write_text("PRIVATE-KEY\n")
+    out = run(ctx, "cat", [".git/deploy.pem"])
+    assert "PRIVATE-KEY" not in out["stdout"] and starts.warm == 0
+
+
+def test_the_workspace_replaced_after_preparing(ws: Path, starts: Starts) -> None:
+    import shutil
+
+    ctx = make_ctx(ws)
+    prime(ctx)
+    os.rename(ws, ws.with_name("old"))
+    shutil.copytree(ws.with_name("old"), ws, symlinks=True)
+    out = run(ctx, "sh", ["-c", "echo x > marker"])
+    assert out["ok"], out
+    assert (ws / "marker").exists() and not (ws.with_name("old") / "marker").exists()
+    assert starts.warm == 0
+
+
+def test_a_slow_prepared_sandbox_never_outlasts_the_call_budget(
+        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(prewarm, "STUB", "sleep 5\n" + prewarm.STUB)  # set-up "hangs"
+    ctx = make_ctx(ws)
+    run(ctx, "true")
+    time.sleep(0.05)
+    t0 = time.monotonic()
+    out = run(ctx, "true", timeout_ms=300)
+    assert time.monotonic() - t0 < 1.5
+    assert out["ok"], out  # not ready within half the budget: it started cold
+
+
+def test_close_during_a_call_prepares_nothing_after(ws: Path) -> None:
+    import threading
+
+    tools = ws / ".harness" / "tools"
+    tools.mkdir()
+    (tools / "slow.md").write_text(
+        "---\nscript: |\n  def run(args):\n"
+        "      return exec.run(\"sleep\", [\"0.5\"])[\"ok\"]\n---\nslow\n")
+    (ws / "harness.md").write_text("---\nruntime: {isolation: inprocess}\n"
+                                   "exec: {sandbox: required}\n---\n")
+    h = harness.load(ws)
+    t = threading.Thread(target=lambda: h.call("slow", {}))
+    t.start()
+    time.sleep(0.2)
+    h.close()
+    t.join()
+    time.sleep(0.3)
+    assert not _stub_sandboxes(ws), "a sandbox was prepared after Harness.close()"
+
+
+def test_a_short_write_of_the_line_is_completed(ws: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # A line cut short would be finished by the script's stdin: never let it be.
+    ctx = make_ctx(ws, allowed_commands=("cat",))
+    prime(make_ctx(ws))  # the same plan: allowed_commands is not part of it
+    real = os.write
+
+    def short(fd: int, data: Any) -> int:
+        b = bytes(data)
+        if b.startswith(b"cd -- ") and len(b) > 8:
+            return real(fd, b[:8])
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", short)
+    out = run(ctx, "cat", [], stdin="echo INJECTED > pwned; id\n")
+    assert out["stdout"] == "echo INJECTED > pwned; id\n"
+    assert not (ws / "pwned").exists()
+
+
+def test_a_failed_preparation_never_fails_the_command(ws: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    monkeypatch.setattr(prewarm, "SYNC", True)  # as in a worker process
+    real = subprocess.Popen
+
+    class Failing(real):  # type: ignore[misc, valid-type]
+        def __init__(self, argv: Any, *a: Any, **kw: Any) -> None:
+            if "harness-stub" in argv:
+                raise BlockingIOError(11, "Resource temporarily unavailable")
+            super().__init__(argv, *a, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", Failing)
+    assert run(make_ctx(ws), "echo", ["hello"])["stdout"] == "hello\n"
+
+
+def test_the_command_runs_at_the_callers_priority(ws: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    warm, cold, used = warm_and_cold(make_ctx(ws), monkeypatch, "nice")
+    assert used == 1 and warm["stdout"] == cold["stdout"] == f"{os.nice(0)}\n"
+
+
+def test_only_fds_0_to_2_reach_the_command(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOSTNAME", "x")
+    prime(make_ctx(ws, env=("PATH", "HOSTNAME")))  # another plan, prepared too
+    warm, cold, used = warm_and_cold(make_ctx(ws), monkeypatch, "ls", ["/proc/self/fd"])
+    # ls itself opens one fd for the directory it lists
+    assert used == 1 and warm["stdout"] == cold["stdout"] == "0\n1\n2\n3\n"
+
+
+def _env(out: dict[str, Any]) -> tuple[bool, dict[str, str]]:
+    items = [i for i in out["stdout"].split("\0") if i]
+    return out["ok"], dict(i.split("=", 1) for i in items)
+
+
+@pytest.mark.parametrize("name", ["PWD", "OLDPWD", "nl", "line", "IFS", "PPID", "OPTIND",
+                                  "PS1", "ENV", "HOME", "PATH", "SHLVL", "_", "A-B", "1X"])
+def test_the_environment_matches_a_cold_start(ws: Path, monkeypatch: pytest.MonkeyPatch,
+                                              name: str) -> None:
+    ctx = make_ctx(ws)
+    warm, cold, _ = warm_and_cold(ctx, monkeypatch, "env", ["-0"], env={name: "v a'l\n"},
+                                  dir="sub")
+    assert _env(warm) == _env(cold)
+    if name == "PATH":
+        return  # the harness's own PATH finds the programs: leave it alone
+    # and the base environment (exec.env), for names dash owns or drops
+    monkeypatch.setenv(name, "b a'se")
+    ctx = make_ctx(ws, env=("PATH", name))
+    warm, cold, _ = warm_and_cold(ctx, monkeypatch, "env", ["-0"])
+    assert _env(warm) == _env(cold)
+
+
+BYTES = st.binary(max_size=40).map(lambda b: os.fsdecode(b.replace(b"\0", b"")))
+TRICKY = st.lists(st.sampled_from(["'", '"', "\\", "\n", "$nl", "$(id)", "`id`", "$", "\r",
+                                   "\x81", "\udc81", "\udc88", " ", "\t", "*", "~", ";", "#",
+                                   "é", "\u2028"]), max_size=10).map("".join)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(args=st.lists(st.one_of(BYTES, TRICKY), max_size=5), value=st.one_of(BYTES, TRICKY))
+def test_arbitrary_bytes_arrive_exactly(ws: Path, args: list[str], value: str) -> None:
+    ctx = make_ctx(ws)
+    prime(ctx)
+    show = ("import os, sys; sys.stdout.write(repr([os.fsencode(a) for a in sys.argv[1:]])"
+            " + '|' + repr(os.environb.get(b'V')))")
+    out = run(ctx, "/usr/bin/python3", ["-c", show, *args], env={"V": value})
+    assert out["ok"], out
+    assert out["stdout"] == repr([os.fsencode(a) for a in args]) + "|" + repr(
+        os.fsencode(value))

@@ -363,6 +363,7 @@ def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir
     start = time.monotonic()
     proc: subprocess.Popen[bytes] | None = None
     warm_key = None
+    gen = prewarm.generation()
     if p.sandboxed and prewarm.ENABLED:
         # A sandbox prepared after an earlier command, for this very plan, skips the
         # setup (runtime/prewarm.py); this command's run prepares the next one.
@@ -372,7 +373,10 @@ def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir
             warm_key = prewarm.key_of(parts[0], base)
             line = prewarm.command_line(cwd, base, p.env, program, argv)
             ready = prewarm.take(warm_key) if line is not None else None
-            if ready is not None and line is not None and prewarm.start(ready, parts[0], line):
+            # Never wait past the call's own budget; not ready by then: start cold.
+            wait = min(prewarm.READY_WAIT_S, budget / 1000.0 / 2)
+            if ready is not None and line is not None and prewarm.start(
+                    ready, parts[0], line, wait):
                 proc = ready.proc
     if proc is None:
         try:
@@ -392,9 +396,9 @@ def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir
     if warm_key is not None:
         key = warm_key
         if prewarm.eager(key):  # calls come back to back: overlap the next set-up now
-            prewarm.prepare(key, workspace)
+            prewarm.prepare(key, workspace, gen)
         else:
-            nudge = (start + PREPARE_AFTER_S, lambda: prewarm.prepare(key, workspace))
+            nudge = (start + PREPARE_AFTER_S, lambda: prewarm.prepare(key, workspace, gen))
     try:
         timed_out = _communicate(proc, data, start + budget / 1000.0, out, err, nudge)
     finally:
@@ -406,7 +410,7 @@ def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir
                 f.close()
     duration = round((time.monotonic() - start) * 1000)
     if warm_key is not None:
-        prewarm.prepare(warm_key, workspace)  # a no-op when the nudge already did it
+        prewarm.prepare(warm_key, workspace, gen)  # a no-op when the nudge already did it
 
     notes = _after_run(config, workspace, p)
     if notes:
