@@ -36,14 +36,15 @@ import stat
 import subprocess
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 ENABLED = os.environ.get("HARNESS_PREWARM", "1") != "0"
 # Worker processes run one thread (worker_main lifts RLIMIT_AS around each fork):
 # they start the next sandbox themselves, right after the command, instead of
 # through a spawner thread.
 SYNC = False
-MAX_KEYS = 2  # prepared sandboxes kept per process (one per plan, least recent evicted)
+MAX_KEYS = 2  # plans with prepared sandboxes per process (least recent evicted)
+MAX_PER_KEY = 16  # prepared sandboxes per plan: one per command running at once
 MAX_LINE = 32 * 1024
 READY_WAIT_S = 2.0
 
@@ -63,8 +64,9 @@ class Prepared:
 
 _lock = threading.Lock()
 _cond = threading.Condition(_lock)
-_ready: OrderedDict[Key, Prepared] = OrderedDict()
-_pending: set[Key] = set()  # being started (by the spawner thread)
+_ready: OrderedDict[Key, list[Prepared]] = OrderedDict()  # oldest first
+_pending: dict[Key, int] = {}  # being started (by the spawner thread)
+_inflight = 0  # exec.run calls running in this process (see running())
 # Per plan: the last prepared sandbox was still setting up when it was taken (calls
 # come back to back), so the next one is prepared as soon as a command starts.
 _eager: dict[Key, bool] = {}
@@ -145,9 +147,16 @@ def command_line(cwd: str, base: Mapping[str, str], env: Mapping[str, str], prog
 def take(key: Key) -> Prepared | None:
     """The prepared sandbox for this plan, if one is alive (it is now ours)."""
     with _cond:
-        if key in _pending:  # being started: it is further along than a cold start
-            _cond.wait_for(lambda: key not in _pending, timeout=0.1)
-        p = _ready.pop(key, None)
+        if not _ready.get(key) and _pending.get(key) and _inflight <= 1:
+            # One command at a time and its sandbox is being started: that is further
+            # along than a cold start would be. (With several at once, each would wait
+            # for the same one: they start cold.)
+            _cond.wait_for(lambda: bool(_ready.get(key)) or not _pending.get(key),
+                           timeout=0.1)
+        waiting = _ready.get(key)
+        p = waiting.pop(0) if waiting else None
+        if waiting == []:
+            del _ready[key]
     if p is None:
         return None
     if p.proc.poll() is not None:
@@ -264,13 +273,27 @@ def _lstat(path: str) -> os.stat_result | None:
 # ---------------------------------------------------------------- preparing one
 
 
+@contextlib.contextmanager
+def running() -> Iterator[None]:
+    """Around one exec.run: how many run at once sizes the number prepared."""
+    global _inflight
+    with _lock:
+        _inflight += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _inflight -= 1
+
+
 def generation() -> int:
     """Read before a command; pass to :func:`prepare` after it (see ``discard_all``)."""
     return _generation
 
 
 def prepare(key: Key, workspace: str, gen: int) -> None:
-    """Start a sandbox for ``key`` in the background (if none is ready or on the way).
+    """Start a sandbox for ``key`` in the background, unless enough are ready or on the
+    way (one per exec.run running in this process right now).
 
     ``gen``: :func:`generation` as it was when the command began; a ``discard_all``
     since (``Harness.close`` during the command) means nothing is prepared."""
@@ -279,12 +302,12 @@ def prepare(key: Key, workspace: str, gen: int) -> None:
     with _lock:
         if gen != _generation:
             return
+        want = min(MAX_PER_KEY, max(1, _inflight))
         if key in _ready:
             _ready.move_to_end(key)
+        if len(_ready.get(key, ())) + _pending.get(key, 0) >= want:
             return
-        if key in _pending:
-            return
-        _pending.add(key)
+        _pending[key] = _pending.get(key, 0) + 1
     if SYNC:
         with contextlib.suppress(Exception):  # a failed start only means a cold start later
             _spawn(key, workspace, gen)
@@ -314,7 +337,11 @@ def _spawn(key: Key, workspace: str, generation: int) -> None:
         _start(key, workspace, generation)
     finally:
         with _cond:
-            _pending.discard(key)
+            left = _pending.get(key, 0) - 1
+            if left > 0:
+                _pending[key] = left
+            else:
+                _pending.pop(key, None)
             _cond.notify_all()
 
 
@@ -324,7 +351,7 @@ def _start(key: Key, workspace: str, generation: int) -> None:
         return
     prefix, env = key
     with _lock:
-        if key in _ready or generation != _generation:
+        if generation != _generation:
             return
     argv = [*prefix, "--chdir", workspace, "--", t, "-c", STUB, "harness-stub"]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -335,14 +362,12 @@ def _start(key: Key, workspace: str, generation: int) -> None:
         if generation != _generation:
             evicted.append(Prepared(proc, key))
         else:
-            old = _ready.pop(key, None)
-            if old is not None:
-                evicted.append(old)
-            _ready[key] = Prepared(proc, key)
+            _ready.setdefault(key, []).append(Prepared(proc, key))
+            _ready.move_to_end(key)
             while len(_ready) > MAX_KEYS:
-                gone = _ready.popitem(last=False)[1]
-                _eager.pop(gone.key, None)
-                evicted.append(gone)
+                gone_key, gone = _ready.popitem(last=False)
+                _eager.pop(gone_key, None)
+                evicted += gone
     for p in evicted:
         _kill(p)
 
@@ -364,7 +389,7 @@ def discard_all() -> None:
     global _generation
     with _lock:
         _generation += 1
-        items = list(_ready.values())
+        items = [p for waiting in _ready.values() for p in waiting]
         _ready.clear()
         _eager.clear()
     for p in items:

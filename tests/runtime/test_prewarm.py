@@ -164,7 +164,7 @@ def test_a_dead_prepared_sandbox_means_a_cold_start(ws: Path, starts: Starts) ->
     ctx = make_ctx(ws)
     prime(ctx)
     with prewarm._lock:
-        prepared = list(prewarm._ready.values())
+        prepared = [p for q in prewarm._ready.values() for p in q]
     assert prepared
     for p in prepared:
         os.killpg(p.proc.pid, 9)
@@ -200,7 +200,7 @@ def _alive(pids: list[int]) -> list[int]:
 def test_discard_all_leaves_no_process(ws: Path) -> None:
     prime(make_ctx(ws))
     with prewarm._lock:
-        pids = [p.proc.pid for p in prewarm._ready.values()]
+        pids = [p.proc.pid for q in prewarm._ready.values() for p in q]
     assert _alive(pids)
     prewarm.discard_all()
     assert not _alive(pids)
@@ -220,7 +220,7 @@ def test_harness_close_leaves_no_prepared_sandbox(ws: Path) -> None:
     while not prewarm._ready and time.monotonic() < deadline:
         time.sleep(0.01)
     with prewarm._lock:
-        pids = [p.proc.pid for p in prewarm._ready.values()]
+        pids = [p.proc.pid for q in prewarm._ready.values() for p in q]
     assert _alive(pids)
     h.close()
     assert not _alive(pids)
@@ -439,3 +439,26 @@ def test_arbitrary_bytes_arrive_exactly(ws: Path, args: list[str], value: str) -
     assert out["ok"], out
     assert out["stdout"] == repr([os.fsencode(a) for a in args]) + "|" + repr(
         os.fsencode(value))
+
+
+def test_commands_running_at_once_each_get_a_prepared_sandbox(ws: Path, starts: Starts) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    ctx = make_ctx(ws)
+    with ThreadPoolExecutor(4) as pool:
+        # 10 ms into these, one sandbox is prepared per command running
+        outs = list(pool.map(lambda _: run(ctx, "sleep", ["0.3"]), range(4)))
+        assert all(o["ok"] for o in outs)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with prewarm._lock:
+                n = sum(len(q) for q in prewarm._ready.values())
+            if n >= 4 and not prewarm._pending:
+                break
+            time.sleep(0.02)
+        assert n == 4
+        time.sleep(0.1)
+        before = starts.warm
+        outs = list(pool.map(lambda i: run(ctx, "echo", [str(i)]), range(4)))
+    assert [o["stdout"] for o in outs] == ["0\n", "1\n", "2\n", "3\n"]
+    assert starts.warm - before == 4

@@ -311,6 +311,12 @@ def _check_allowed(allowed: Sequence[str], cmd: str, name: str, program: str, wo
 
 def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir: Any = ".",
         stdin: Any = None, env: Any = None) -> dict[str, Any]:
+    with prewarm.running():
+        return _run(ctx, cmd, args, timeout_ms, dir, stdin, env)
+
+
+def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin: Any,
+         env: Any) -> dict[str, Any]:
     cmd, argv, timeout, dir, data, overrides = _check_args(
         cmd, list(args) if isinstance(args, tuple) else args, timeout_ms, dir, stdin,
         {} if env is None else env)
