@@ -257,6 +257,11 @@ class Harness:
         self._finalizer()  # kill workers first: nothing below waits for a running script
         if self._default is not None:
             self._default.close()
+        # Calls still queued when the runtime closed (in-process) may have prepared a
+        # sandbox for the next command since: none is left behind.
+        from harness.runtime import prewarm
+
+        prewarm.discard_all()
 
     def __enter__(self) -> Harness:
         return self

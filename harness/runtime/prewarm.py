@@ -30,13 +30,15 @@ import contextlib
 import os
 import queue
 import re
-import select
 import shutil
 import stat
 import subprocess
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
+
+from harness.runtime.worker_main import readable
 
 ENABLED = os.environ.get("HARNESS_PREWARM", "1") != "0"
 # Worker processes run one thread (worker_main lifts RLIMIT_AS around each fork):
@@ -47,6 +49,7 @@ MAX_KEYS = 2  # plans with prepared sandboxes per process (least recent evicted)
 MAX_PER_KEY = 16  # prepared sandboxes per plan: one per command running at once
 MAX_LINE = 32 * 1024
 READY_WAIT_S = 2.0
+IDLE_S = 30.0  # a prepared sandbox beyond what runs at once is kept this long
 
 # ``nl`` lets a quoted word carry a newline: read -r stops at the first one.
 STUB = "nl='\n'\nprintf R\nIFS= read -r line || exit 125\neval \"$line\"\n"
@@ -55,11 +58,12 @@ Key = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
 
 
 class Prepared:
-    __slots__ = ("proc", "key")
+    __slots__ = ("proc", "key", "born")
 
     def __init__(self, proc: subprocess.Popen[bytes], key: Key) -> None:
         self.proc = proc
         self.key = key
+        self.born = time.monotonic()
 
 
 _lock = threading.Lock()
@@ -72,6 +76,7 @@ _inflight = 0  # exec.run calls running in this process (see running())
 _eager: dict[Key, bool] = {}
 _jobs: queue.SimpleQueue[tuple[Key, str, int] | None] = queue.SimpleQueue()
 _generation = 0  # bumped by discard_all: a start in flight then kills what it made
+_starting = 0  # starts between their generation check and their registration
 _spawner: threading.Thread | None = None
 _tools: str | None = None  # dash's real path; "" when there is none
 
@@ -155,16 +160,34 @@ def take(key: Key) -> Prepared | None:
                            timeout=0.1)
         waiting = _ready.get(key)
         p = waiting.pop(0) if waiting else None
+        # Prepared for a burst that is over (more than run now, unused for IDLE_S):
+        # trim them.
+        surplus: list[Prepared] = []
+        if waiting and len(waiting) >= max(1, _inflight):
+            now = time.monotonic()
+            keep = waiting[:max(1, _inflight)]
+            for extra in waiting[max(1, _inflight):]:
+                (surplus if now - extra.born > IDLE_S else keep).append(extra)
+            waiting[:] = keep
         if waiting == []:
             del _ready[key]
+    for extra in surplus:
+        _kill(extra)
     if p is None:
         return None
     if p.proc.poll() is not None:
         _kill(p)
         return None
     assert p.proc.stdout is not None
-    ready, _, _ = select.select([p.proc.stdout.fileno()], [], [], 0)
-    _eager[key] = not ready
+    try:
+        ready = readable(p.proc.stdout.fileno(), 0)
+    except BaseException:
+        _kill(p)
+        raise
+    with _lock:
+        if len(_eager) >= 64 and key not in _eager:
+            _eager.clear()  # a hint per plan, not a record: keep it small
+        _eager[key] = not ready
     return p
 
 
@@ -181,9 +204,9 @@ def start(p: Prepared, prefix: Sequence[str], line: bytes,
     proc = p.proc
     assert proc.stdout is not None and proc.stdin is not None
     try:
-        ready, _, _ = select.select([proc.stdout.fileno()], [], [], max(0.0, wait))
-        if not ready or os.read(proc.stdout.fileno(), 1) != b"R" or not verify(proc.pid,
-                                                                              prefix):
+        fd_out = proc.stdout.fileno()
+        if not readable(fd_out, max(0.0, wait)) or os.read(fd_out, 1) != b"R" \
+                or not verify(proc.pid, prefix):
             _kill(p)
             return False
         # All of it, or nothing runs: a line cut short would be completed by the
@@ -195,6 +218,9 @@ def start(p: Prepared, prefix: Sequence[str], line: bytes,
     except OSError:
         _kill(p)
         return False
+    except BaseException:
+        _kill(p)
+        raise
     return True
 
 
@@ -313,14 +339,19 @@ def prepare(key: Key, workspace: str, gen: int) -> None:
             _spawn(key, workspace, gen)
         return
     global _spawner
-    with _lock:
-        if _spawner is None or not _spawner.is_alive():
-            # A thread that lives as long as the process: bubblewrap's die-with-parent
-            # follows the thread that started it.
-            _spawner = threading.Thread(target=_run_spawner, name="harness-prewarm",
-                                        daemon=True)
-            _spawner.start()
-    _jobs.put((key, workspace, gen))
+    try:
+        with _lock:
+            if _spawner is None or not _spawner.is_alive():
+                # A thread that lives as long as the process: bubblewrap's
+                # die-with-parent follows the thread that started it.
+                _spawner = threading.Thread(target=_run_spawner, name="harness-prewarm",
+                                            daemon=True)
+                _spawner.start()
+        _jobs.put((key, workspace, gen))
+    except BaseException as exc:
+        _started(key)  # nothing was queued: take back the count
+        if not isinstance(exc, Exception):
+            raise
 
 
 def _run_spawner() -> None:
@@ -336,16 +367,22 @@ def _spawn(key: Key, workspace: str, generation: int) -> None:
     try:
         _start(key, workspace, generation)
     finally:
-        with _cond:
-            left = _pending.get(key, 0) - 1
-            if left > 0:
-                _pending[key] = left
-            else:
-                _pending.pop(key, None)
-            _cond.notify_all()
+        _started(key)
+
+
+def _started(key: Key) -> None:
+    """One start for ``key`` is over (done, failed or never queued)."""
+    with _cond:
+        left = _pending.get(key, 0) - 1
+        if left > 0:
+            _pending[key] = left
+        else:
+            _pending.pop(key, None)
+        _cond.notify_all()
 
 
 def _start(key: Key, workspace: str, generation: int) -> None:
+    global _starting
     t = tools()
     if t is None:
         return
@@ -353,23 +390,29 @@ def _start(key: Key, workspace: str, generation: int) -> None:
     with _lock:
         if generation != _generation:
             return
-    argv = [*prefix, "--chdir", workspace, "--", t, "-c", STUB, "harness-stub"]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=dict(env), cwd=workspace,
-                            start_new_session=True, close_fds=True)
+        _starting += 1
     evicted = []
-    with _lock:
-        if generation != _generation:
-            evicted.append(Prepared(proc, key))
-        else:
-            _ready.setdefault(key, []).append(Prepared(proc, key))
-            _ready.move_to_end(key)
-            while len(_ready) > MAX_KEYS:
-                gone_key, gone = _ready.popitem(last=False)
-                _eager.pop(gone_key, None)
-                evicted += gone
-    for p in evicted:
-        _kill(p)
+    try:
+        argv = [*prefix, "--chdir", workspace, "--", t, "-c", STUB, "harness-stub"]
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=dict(env), cwd=workspace,
+                                start_new_session=True, close_fds=True)
+        with _lock:
+            if generation != _generation:
+                evicted.append(Prepared(proc, key))
+            else:
+                _ready.setdefault(key, []).append(Prepared(proc, key))
+                _ready.move_to_end(key)
+                while len(_ready) > MAX_KEYS:
+                    gone_key, gone = _ready.popitem(last=False)
+                    _eager.pop(gone_key, None)
+                    evicted += gone
+        for p in evicted:
+            _kill(p)
+    finally:
+        with _cond:
+            _starting -= 1
+            _cond.notify_all()
 
 
 def _kill(p: Prepared) -> None:
@@ -387,8 +430,10 @@ def _kill(p: Prepared) -> None:
 def discard_all() -> None:
     """Kill every prepared sandbox of this process (Harness.close, tests)."""
     global _generation
-    with _lock:
+    with _cond:
         _generation += 1
+        # A start in flight sees the new generation and kills what it made: wait for it.
+        _cond.wait_for(lambda: _starting == 0, timeout=5)
         items = [p for waiting in _ready.values() for p in waiting]
         _ready.clear()
         _eager.clear()

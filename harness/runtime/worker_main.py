@@ -73,11 +73,21 @@ class _Pipe:
 SPIN_S = 0.0003
 
 
+def readable(fd: int, timeout_s: float | None) -> bool:
+    """Whether ``fd`` is readable within ``timeout_s`` (None: wait). poll(), not
+    select(): select() fails on descriptors numbered 1024 and up."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    ms = None if timeout_s is None else max(0, int(timeout_s * 1000))
+    return bool(poller.poll(ms))
+
+
 def _spin_until_readable(fd: int) -> bool:
     """Poll ``fd`` for up to SPIN_S; True if it became readable."""
     end = time.monotonic() + SPIN_S
-    ready = select.select
-    while not ready((fd,), (), (), 0)[0]:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while not poller.poll(0):
         if time.monotonic() > end:
             return False
     return True
@@ -90,7 +100,7 @@ def _wait_readable(pipe: Any, fd: int) -> None:
             pipe.spin = False
         return
     start = time.monotonic()
-    select.select((fd,), (), ())
+    readable(fd, None)
     if time.monotonic() - start < SPIN_S:
         pipe.spin = True
 

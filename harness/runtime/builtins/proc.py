@@ -399,13 +399,14 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
     # PREPARE_AFTER_S on if it runs longer: a short command keeps the CPU to itself.
     # When the last one was taken before it was ready, right away instead.
     nudge = None
-    if warm_key is not None:
-        key = warm_key
-        if prewarm.eager(key):  # calls come back to back: overlap the next set-up now
-            prewarm.prepare(key, workspace, gen)
-        else:
-            nudge = (start + PREPARE_AFTER_S, lambda: prewarm.prepare(key, workspace, gen))
     try:
+        if warm_key is not None:
+            key = warm_key
+            if prewarm.eager(key):  # calls come back to back: overlap the next set-up now
+                prewarm.prepare(key, workspace, gen)
+            else:
+                nudge = (start + PREPARE_AFTER_S,
+                         lambda: prewarm.prepare(key, workspace, gen))
         timed_out = _communicate(proc, data, start + budget / 1000.0, out, err, nudge)
     finally:
         if proc.poll() is None:
