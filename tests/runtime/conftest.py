@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from prewarm_support import prepared_sandboxes_work
 
 from harness.runtime import prewarm
 from harness.runtime.builtins import proc
@@ -31,8 +32,9 @@ def start_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.setattr(prewarm, "ENABLED", False)
         yield "cold"
         return
-    if prewarm.tools() is None:
-        pytest.skip("no dash on this machine: every command starts cold")
+    why = prepared_sandboxes_work()
+    if why is not None:
+        pytest.skip(why)
     real = proc.run
     real_popen = proc.subprocess.Popen
     state = {"in_call": False, "cold": False}

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prewarm_support import prepared_sandboxes_work
 
 import harness
 from harness.config import Config
@@ -26,9 +27,10 @@ from harness.runtime.builtins.proc import run
 from harness.runtime.context import CallContext
 
 _bwrap, _flags, _why = sandbox.status()
+_unusable = prepared_sandboxes_work()
 pytestmark = [
     pytest.mark.skipif(_flags is None, reason=f"bubblewrap unusable here: {_why}"),
-    pytest.mark.skipif(prewarm.tools() is None, reason="no dash: prepared sandboxes are off"),
+    pytest.mark.skipif(_unusable is not None, reason=str(_unusable)),
 ]
 
 
