@@ -38,6 +38,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 
+from harness.runtime import seccomp
 from harness.runtime.worker_main import readable
 
 ENABLED = os.environ.get("HARNESS_PREWARM", "1") != "0"
@@ -248,6 +249,8 @@ def verify(bwrap_pid: int, prefix: Sequence[str]) -> bool:
     root = _sandbox_root(bwrap_pid)
     if root is None:
         return False
+    if seccomp.available() and not _filtered(root):
+        return False
     try:
         null = os.stat("/dev/null").st_rdev
         i = 1  # prefix[0] is bwrap itself
@@ -287,6 +290,19 @@ def verify(bwrap_pid: int, prefix: Sequence[str]) -> bool:
     except (OSError, IndexError):
         return False
     return True
+
+
+def _filtered(root: str) -> bool:
+    """Whether the sandbox's first process runs under a seccomp filter (mode 2), as
+    a cold start's would (``root`` is ``/proc/PID/root``)."""
+    try:
+        with open(root[:-len("root")] + "status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Seccomp:"):
+                    return line.split()[1] == "2"
+    except OSError:
+        pass
+    return False
 
 
 def _lstat(path: str) -> os.stat_result | None:
@@ -394,9 +410,17 @@ def _start(key: Key, workspace: str, generation: int) -> None:
     evicted = []
     try:
         argv = [*prefix, "--chdir", workspace, "--", t, "-c", STUB, "harness-stub"]
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=dict(env), cwd=workspace,
-                                start_new_session=True, close_fds=True)
+        # The same seccomp filter as a cold start (verify() checks it is in force).
+        filter_fd = seccomp.open_fd()
+        try:
+            proc = subprocess.Popen(
+                argv if filter_fd is None else seccomp.insert(argv, filter_fd),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=dict(env), cwd=workspace, start_new_session=True, close_fds=True,
+                pass_fds=() if filter_fd is None else (filter_fd,))
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
         with _lock:
             if generation != _generation:
                 evicted.append(Prepared(proc, key))

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from harness.errors import BuiltinError
+from harness.runtime import seccomp
 from harness.runtime.jail import SENSITIVE_SEQUENCES, is_sensitive
 
 logger = logging.getLogger("harness.sandbox")
@@ -205,6 +206,29 @@ def etc_snapshot() -> str:
 
 _binds: tuple[str, tuple[str, ...]] | None = None  # (etc snapshot, the arguments)
 
+# Host kernel state under /proc (as container runtimes do). uid 0 in the sandbox is
+# the host's uid 0 when harness runs as root, and /proc/sys checks writes by file
+# mode against the *global* uid (a uid mapped by a user namespace does not help), so
+# these are bound read-only from the host's /proc: sysctls (core_pattern!), IRQ
+# affinity, bus and file-system knobs. Files that act or leak when touched are
+# masked with /dev/null (a write reaches /dev/null, a read is empty).
+PROC_READ_ONLY = ("sys", "irq", "bus", "fs", "acpi", "scsi", "sysvipc", "driver")
+PROC_MASKED = ("sysrq-trigger", "kcore", "keys", "key-users", "timer_list",
+               "sched_debug", "latency_stats")
+
+
+@lru_cache(maxsize=1)
+def proc_guards() -> tuple[str, ...]:
+    """bwrap arguments after ``--proc /proc``: the entries this kernel has."""
+    out: list[str] = []
+    for name in PROC_READ_ONLY:
+        if os.path.isdir("/proc/" + name) and not os.path.islink("/proc/" + name):
+            out += ["--ro-bind", "/proc/" + name, "/proc/" + name]
+    for name in PROC_MASKED:
+        if os.path.lexists("/proc/" + name):
+            out += ["--ro-bind", "/dev/null", "/proc/" + name]
+    return tuple(out)
+
 
 @lru_cache(maxsize=1)
 def system_roots() -> tuple[str, ...]:
@@ -226,8 +250,8 @@ def _system_binds() -> tuple[str, ...]:
             out += ["--symlink", os.readlink(host), host]
         elif os.path.isdir(host):
             out += ["--ro-bind", host, host]
-    out += ["--ro-bind", etc, "/etc",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    out += ["--ro-bind", etc, "/etc", "--proc", "/proc", *proc_guards(),
+            "--dev", "/dev", "--tmpfs", "/tmp"]
     _binds = (etc, tuple(out))
     return _binds[1]
 
@@ -248,15 +272,21 @@ def probe(bwrap: str | None) -> tuple[list[str] | None, str]:
         true = "/usr/bin/true" if os.path.exists("/usr/bin/true") else "/bin/true"
         for strong in (True, False):
             flags = _ns_flags(strong)
+            fd = seccomp.open_fd()
+            argv = [bwrap, *flags, *_system_binds(), "--", true]
             try:
                 proc = subprocess.run(
-                    [bwrap, *flags, *_system_binds(), "--", true],
+                    argv if fd is None else seccomp.insert(argv, fd),
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE, timeout=10, env={},
+                    pass_fds=() if fd is None else (fd,),
                 )
             except (OSError, subprocess.SubprocessError) as exc:
                 result = (None, f"bwrap at {bwrap} cannot be started: {exc}")
                 break
+            finally:
+                if fd is not None:
+                    os.close(fd)
             if proc.returncode == 0:
                 result = (flags, "")
                 break
@@ -486,6 +516,51 @@ def _warn_masks(log: object, workspace: str, masks: Masks) -> None:
             log("warn", msg, {"source": "sandbox"})
 
 
+# ---------------------------------------------------------------- loaded artifacts
+
+# What harness (and git) load code from. A mount pins a directory entry only when
+# it is a real file or directory: a symbolic link, or a link leading from inside
+# .harness into the writable workspace, could be swapped by a command for a tree of
+# its own, which the next load would serve. Such a workspace is refused instead
+# (issue 10 item 9: a command can never change which artifacts harness loads).
+ARTIFACT_ENTRIES = (".harness", "harness.md", ".git")
+_LINK_SCAN_MAX = 2000  # entries of .harness examined for symbolic links
+
+
+def check_artifacts(workspace: str, present: Sequence[_Present]) -> None:
+    """Raise when a command could change which artifacts are loaded (see above)."""
+    base = workspace.rstrip("/") + "/"
+    for e in present:
+        if e.rel in ARTIFACT_ENTRIES and e.real != base + e.rel:
+            raise BuiltinError(
+                f'exec.run refused: "{e.rel}" in the workspace is a symbolic link (to '
+                f'"{e.real}"); a sandboxed command could replace the link with a tree of '
+                f"its own, and harness would load that next time. Make \"{e.rel}\" a real "
+                "directory or file (move the target in place of the link)")
+    harness_dir = base + ".harness"
+    if not os.path.isdir(harness_dir) or os.path.islink(harness_dir):
+        return
+    seen = 0
+    for root, dirs, files in os.walk(harness_dir):
+        if root == harness_dir:
+            dirs[:] = [d for d in dirs if d != "state"]
+        for name in dirs + files:
+            seen += 1
+            path = os.path.join(root, name)
+            if seen > _LINK_SCAN_MAX or not os.path.islink(path):
+                continue
+            hop = os.path.normpath(os.path.join(root, os.readlink(path)))
+            final = os.path.realpath(path)
+            for target in (hop, final):
+                if _inside(target, workspace) and not _inside(target, harness_dir):
+                    rel = path[len(base):]
+                    raise BuiltinError(
+                        f'exec.run refused: "{rel}" is a symbolic link to "{target}", '
+                        "which a sandboxed command may change (only .harness is read-only); "
+                        f'harness would load what it finds there. Move the file into '
+                        f'"{rel}" instead of linking to it')
+
+
 # ---------------------------------------------------------------- the command line
 
 
@@ -499,6 +574,7 @@ def build_argv(bwrap: str, flags: Sequence[str], *, workspace: str, cwd: str,
         raise BuiltinError(f'exec.run: the workspace "{workspace}" contains system '
                            "directories; it cannot be sandboxed. Use a project directory.")
     present, absent = inspect_protected(workspace, protected)
+    check_artifacts(workspace, present)
     base = workspace.rstrip("/") + "/"
     ops: dict[str, list[str]] = {}  # mount target -> its bwrap arguments
     covers = [e.real for e in present if e.hidden and e.is_dir]

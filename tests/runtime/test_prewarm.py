@@ -529,3 +529,20 @@ def test_a_spawner_that_cannot_start_leaves_no_count_behind(
     ctx = make_ctx(ws)
     assert run(ctx, "echo", ["x"])["stdout"] == "x\n"
     assert prewarm._pending == {}
+
+
+def test_a_prepared_sandbox_without_the_seccomp_filter_is_refused(
+        ws: Path, starts: Starts) -> None:
+    # Issue 10 item 1: the prepared path must hold the same filter as a cold start.
+    # A sandbox prepared without it (a regression in _start) fails the check.
+    from harness.runtime import seccomp
+
+    real = seccomp.open_fd
+    seccomp.open_fd = lambda: None  # type: ignore[assignment]
+    try:
+        prime(make_ctx(ws))
+    finally:
+        seccomp.open_fd = real  # type: ignore[assignment]
+    out = run(make_ctx(ws), "sh", ["-c", "grep ^Seccomp: /proc/self/status"])
+    assert out["ok"] and out["stdout"].split() == ["Seccomp:", "2"]
+    assert starts.refused == 1 and starts.warm == 0

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.config import Config
 from harness.errors import BuiltinError, JailError
-from harness.runtime import prewarm, sandbox
+from harness.runtime import prewarm, sandbox, seccomp
 from harness.runtime.context import CallContext
 from harness.runtime.jail import DIR_FLAGS, PROBE_FLAGS, Jail, get_jail
 
@@ -385,16 +385,23 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
                     ready, parts[0], line, wait):
                 proc = ready.proc
     if proc is None:
+        # The sandbox's seccomp filter (runtime/seccomp.py): a fresh fd per spawn.
+        filter_fd = seccomp.open_fd() if p.sandboxed else None
         try:
             proc = subprocess.Popen(
-                spawn, stdin=subprocess.PIPE if data else subprocess.DEVNULL,
+                spawn if filter_fd is None else seccomp.insert(spawn, filter_fd),
+                stdin=subprocess.PIPE if data else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=p.env, cwd=p.cwd,
                 start_new_session=True, close_fds=True,
+                pass_fds=() if filter_fd is None else (filter_fd,),
             )
         except OSError as exc:
             return {"ok": False, "exit_code": 126, "stdout": "", "duration_ms": 0,
                     "stderr": f'exec.run: cannot start "{cmd}": {exc.strerror or exc}'[:limit],
                     "timed_out": False, "truncated": False}
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
     # The next command's sandbox is prepared once this one is done, or from
     # PREPARE_AFTER_S on if it runs longer: a short command keeps the CPU to itself.
     # When the last one was taken before it was ready, right away instead.
