@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from harness.config import mount_path, mount_problem
 from harness.errors import BuiltinError
 from harness.runtime import seccomp
 from harness.runtime.jail import SENSITIVE_SEQUENCES, is_sensitive
@@ -94,6 +95,8 @@ class Plan:
     # (relative name, st_dev, st_ino) of the protected paths that exist, as written
     # (parent links followed): exec.run reports any that changed (sandboxed runs only).
     protected_ids: tuple[tuple[str, int, int], ...] = field(default=())
+    # Real host paths bound read-only besides the system (exec.mounts, virtualenvs).
+    mounts: tuple[str, ...] = field(default=())
 
 
 # ---------------------------------------------------------------- finding bwrap
@@ -325,13 +328,125 @@ def protected_paths(workspace: str, protected: Sequence[str]) -> list[tuple[str,
     return out
 
 
-def visible(path: str, workspace: str, protected: Sequence[str]) -> bool:
-    """Whether a host file is visible at the same path inside the sandbox."""
+def visible(path: str, workspace: str, protected: Sequence[str],
+            mounts: Sequence[str] = ()) -> bool:
+    """Whether a host file is visible at the same path inside the sandbox
+    (``mounts``: the real paths of the extra read-only binds, see :func:`toolchains`).
+    Every place a chain of symbolic links passes through must be visible, not only
+    its end: the sandbox resolves the chain itself."""
+    for hop in (path, *link_hops(path)):  # the directory each link (or the file) is in
+        if not _visible_real(os.path.dirname(hop), workspace, protected, mounts):
+            return False
+    return _visible_real(path, workspace, protected, mounts)
+
+
+def _visible_real(path: str, workspace: str, protected: Sequence[str],
+                  mounts: Sequence[str]) -> bool:
     real = os.path.realpath(path)
     if _inside(real, workspace):
         return not any(hidden and _inside(real, os.path.realpath(host))
                        for _, host, hidden in protected_paths(workspace, protected))
-    return any(_inside(real, root) for root in system_roots())
+    return any(_inside(real, root) for root in (*system_roots(), *mounts))
+
+
+# ---------------------------------------------------------------- toolchains
+
+# Virtual environments in the workspace whose interpreter lives elsewhere (pyenv,
+# /opt/python, a uv-managed Python) get that install bound read-only by default.
+VENV_DIRS = (".venv", "venv")
+_venv_cache: dict[str, tuple[tuple[int, int] | None, tuple[str, ...]]] = {}
+
+
+def _venv_prefixes(workspace: str) -> tuple[str, ...]:
+    """Install prefixes of the interpreters of the workspace's .venv/venv."""
+    out: list[str] = []
+    for name in VENV_DIRS:
+        cfg = os.path.join(workspace, name, "pyvenv.cfg")
+        try:
+            st = os.stat(cfg)
+        except OSError:
+            continue
+        key = (st.st_mtime_ns, st.st_ino)
+        hit = _venv_cache.get(cfg)
+        if hit is not None and hit[0] == key:
+            out += hit[1]
+            continue
+        found: list[str] = []
+        try:
+            with open(cfg, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    k, _, v = line.partition("=")
+                    if k.strip() == "home" and v.strip().startswith("/"):
+                        home = os.path.normpath(v.strip())
+                        found += [_prefix(home + "/python"), _prefix(os.path.realpath(home)
+                                                                      + "/python")]
+        except OSError:
+            pass
+        for exe in ("python3", "python"):
+            hops = link_hops(os.path.join(workspace, name, "bin", exe))
+            found += [_prefix(h) for h in hops]
+        uniq = tuple(p for p in dict.fromkeys(found) if not _inside(p, workspace))
+        if len(_venv_cache) > 64:
+            _venv_cache.clear()
+        _venv_cache[cfg] = (key, uniq)
+        out += uniq
+    return tuple(out)
+
+
+def link_hops(path: str, limit: int = 40) -> list[str]:
+    """Every place a chain of symbolic links starting at ``path`` passes through (as
+    each link says, normalized), then the real path. Each must be visible in the
+    sandbox for the chain to resolve there."""
+    out: list[str] = []
+    cur = path
+    for _ in range(limit):
+        try:
+            target = os.readlink(cur)
+        except OSError:
+            break
+        cur = os.path.normpath(os.path.join(os.path.dirname(cur), target))
+        out.append(cur)
+    if out:
+        out.append(os.path.realpath(path))
+    return out
+
+
+def _prefix(path: str) -> str:
+    """The install prefix of a program: above its ``bin`` directory, else its directory."""
+    d = os.path.dirname(path)
+    return os.path.dirname(d) if os.path.basename(d) == "bin" else d
+
+
+def toolchains(workspace: str, mounts: Sequence[str]) -> tuple[str, ...]:
+    """Real host paths bound read-only in the sandbox besides the system: every
+    ``exec.mounts`` entry (refused entries raise, see ``config.mount_problem``), then
+    the install prefix of a workspace virtualenv's interpreter when it is not visible
+    already and would be an acceptable entry itself. Missing paths are left out."""
+    out: list[str] = []
+    for entry in mounts:
+        why = mount_problem(entry, workspace)
+        if why:
+            raise BuiltinError(f"exec.run refused: {why} (harness.md)")
+        real = mount_path(entry)
+        if os.path.isdir(real) or os.path.isfile(real):
+            out.append(real)
+    for prefix in _venv_prefixes(workspace):
+        if not any(_inside(prefix, r) for r in (*system_roots(), *out)) and os.path.isdir(
+                prefix) and mount_problem(prefix, workspace) is None:
+            out.append(prefix)
+    # A path inside another is covered by it.
+    return tuple(sorted(r for r in dict.fromkeys(out)
+                        if not any(r != o and _inside(r, o) for o in out)))
+
+
+def suggest_mount(real: str) -> str:
+    """The ``exec.mounts`` entry that would make the host file ``real`` visible: the
+    install prefix above a ``bin`` directory, else its directory; ``~`` for home."""
+    d = _prefix(real)
+    home = os.path.realpath(os.path.expanduser("~"))
+    if _inside(d, home) and d != home:
+        d = "~" + d[len(home):]
+    return d
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,7 +681,7 @@ def check_artifacts(workspace: str, present: Sequence[_Present]) -> None:
 
 def build_argv(bwrap: str, flags: Sequence[str], *, workspace: str, cwd: str,
                program: str, args: Sequence[str], protected: Sequence[str],
-               masks: Masks | None = None,
+               masks: Masks | None = None, mounts: Sequence[str] = (),
                ) -> tuple[list[str], tuple[Absent, ...], tuple[tuple[str, int, int], ...]]:
     """The bwrap command line, the protected paths that do not exist yet, and the
     identities of those that do."""
@@ -607,7 +722,10 @@ def build_argv(bwrap: str, flags: Sequence[str], *, workspace: str, cwd: str,
     # "mv conf conf_old && mkdir conf" cannot swap a protected or masked file out.
     for anc in pinned:
         ops.setdefault(anc, ["--bind", anc, anc])
-    argv = [bwrap, *flags, *_system_binds(), "--bind", workspace, workspace]
+    extra: list[str] = []
+    for real in mounts:  # toolchains(): real paths, read-only, never the workspace
+        extra += ["--ro-bind", real, real]
+    argv = [bwrap, *flags, *_system_binds(), *extra, "--bind", workspace, workspace]
     for target in sorted(ops, key=lambda t: t.count("/")):  # parents before children
         argv += ops[target]
     argv += ["--chdir", cwd, "--", program, *args]
@@ -642,7 +760,8 @@ def _warn_once(log: object, why: str) -> None:
 
 def plan(*, mode: str, workspace: str, cwd: str, program: str, args: Sequence[str],
          env_names: Sequence[str], env_overrides: Mapping[str, str],
-         protected: Sequence[str], log: object = None) -> Plan:
+         protected: Sequence[str], log: object = None,
+         mounts: Sequence[str] = ()) -> Plan:
     """Decide how to run ``program``. Raises SandboxUnavailable in ``required`` mode."""
     if mode != "off":
         bwrap, flags, why = status()
@@ -650,13 +769,14 @@ def plan(*, mode: str, workspace: str, cwd: str, program: str, args: Sequence[st
             masks = sensitive_masks(workspace)
             if not masks.complete or masks.found > MASK_MAX:
                 _warn_masks(log, workspace, masks)
+            extra = toolchains(workspace, mounts)
             argv, absent, ids = build_argv(bwrap, flags, workspace=workspace, cwd=cwd,
                                            program=program, args=args, protected=protected,
-                                           masks=masks)
+                                           masks=masks, mounts=extra)
             env = child_env(env_names, env_overrides, sandboxed=True)
             return Plan(argv=argv, env=env, cwd=workspace, sandboxed=True,
                         program_index=len(argv) - len(args) - 1, absent_protected=absent,
-                        protected_ids=ids)
+                        protected_ids=ids, mounts=extra)
         if mode == "required":
             raise SandboxUnavailable(
                 f"exec.run refused: exec.sandbox is \"required\" but {why}. Install "

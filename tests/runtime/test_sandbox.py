@@ -346,6 +346,10 @@ def test_program_outside_sandbox_view_is_not_found(ws: Path, outside: Path) -> N
     prog.write_text("#!/bin/sh\necho hi\n")
     prog.chmod(0o755)
     r = run(make_ctx(ws), str(prog))
+    # Issue 14: it exists on the host, so the message says so and names the mount.
+    assert r["exit_code"] == 127 and "not visible in the sandbox" in r["stderr"]
+    assert f'add "{outside}" to exec.mounts' in r["stderr"]
+    r = run(make_ctx(ws), "no-such-program-anywhere")
     assert r["exit_code"] == 127 and "not found in the sandbox" in r["stderr"]
     assert run(make_ctx(ws, sandbox="off"), str(prog))["stdout"] == "hi\n"
 

@@ -112,8 +112,11 @@ def _which(cmd: str, cwd: str, path_env: str | None, workspace: str,
     for d in path.split(os.pathsep):
         if d and os.path.isabs(d) and ok(os.path.join(d, cmd)):
             found = os.path.join(d, cmd)
-            if not sandbox._inside(os.path.realpath(found), workspace) and len(_found) < 256:
-                _found[key] = found  # only system programs: the workspace changes
+            real = os.path.realpath(found)
+            if not sandbox._inside(real, workspace) and len(_found) < 256 and (
+                    not sandboxed or any(sandbox._inside(real, r)
+                                         for r in sandbox.system_roots())):
+                _found[key] = found  # only system programs: the workspace (and mounts) change
             return found
     return None
 
@@ -309,6 +312,38 @@ def _check_allowed(allowed: Sequence[str], cmd: str, name: str, program: str, wo
             "to allow it")
 
 
+def _interpreter(program: str) -> str | None:
+    """The absolute ``#!`` interpreter of a script outside /usr, or None."""
+    if any(sandbox._inside(os.path.realpath(program), r) for r in sandbox.system_roots()):
+        return None
+    try:
+        with open(program, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    return os.fsdecode(words[0]) if words and words[0].startswith(b"/") else None
+
+
+def _invisible(cmd: str, host: str, shown: Sequence[str], script: bool = False) -> str:
+    """The message for a program that exists on the host but not in the sandbox
+    (``shown``: the workspace and the extra mounts)."""
+    hops = sandbox.link_hops(host) or [host]
+    roots = (*sandbox.system_roots(), *shown)
+    gone = next((h for h in [host, *hops] if not any(
+        sandbox._inside(os.path.realpath(os.path.dirname(h)), r) for r in roots)), hops[-1])
+    real = hops[-1]
+    via = f" (a symbolic link to {real})" if real != host else ""
+    what = (f'program "{cmd}" is a script whose interpreter is' if script
+            else f'program "{cmd}" is')
+    return (f"exec.run: {what} {host}{via} on this machine, but {gone} is not "
+            "visible in the sandbox (only the workspace, /usr and the exec.mounts "
+            f'directories are); add "{sandbox.suggest_mount(gone)}" to exec.mounts in '
+            "harness.md (read-only in the sandbox)")
+
+
 def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir: Any = ".",
         stdin: Any = None, env: Any = None) -> dict[str, Any]:
     with prewarm.running():
@@ -335,10 +370,10 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
 
     p = sandbox.plan(mode=config.exec.sandbox, workspace=workspace, cwd=cwd, program=cmd,
                      args=argv, env_names=config.exec.env, env_overrides=overrides,
-                     protected=protected, log=ctx.log)
+                     protected=protected, log=ctx.log, mounts=config.exec.mounts)
 
     def accept(path: str) -> bool:
-        return not p.sandboxed or sandbox.visible(path, workspace, protected)
+        return not p.sandboxed or sandbox.visible(path, workspace, protected, p.mounts)
 
     # With allowed_commands the lookup ignores the script's PATH override: the name is
     # looked up where the operator's environment says, never in a directory of the
@@ -349,10 +384,19 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
     limit = config.limits.max_output_bytes
     if program is None:
         where = "in the sandbox" if p.sandboxed else "on this machine"
+        msg = f'exec.run: program "{cmd}" not found {where} (PATH={lookup or os.defpath})'
+        host = (_which(cmd, cwd, lookup, workspace, lambda _: True, False)
+                if p.sandboxed else None)
+        if host is not None:
+            msg = _invisible(cmd, host, (workspace, *p.mounts))
         return {"ok": False, "exit_code": 127, "stdout": "", "duration_ms": 0,
-                "stderr": f'exec.run: program "{cmd}" not found {where} '
-                          f'(PATH={lookup or os.defpath})'[:limit],
-                "timed_out": False, "truncated": False}
+                "stderr": msg[:limit], "timed_out": False, "truncated": False}
+    if p.sandboxed:
+        interp = _interpreter(program)
+        if interp is not None and os.path.exists(interp) and not accept(interp):
+            return {"ok": False, "exit_code": 127, "stdout": "", "duration_ms": 0,
+                    "stderr": _invisible(cmd, interp, (workspace, *p.mounts), script=True)[:limit],
+                    "timed_out": False, "truncated": False}
     if allowed and listed_path is None:
         _check_allowed(allowed, cmd, name, program, workspace, lookup, accept, p.sandboxed)
     spawn = list(p.argv)
