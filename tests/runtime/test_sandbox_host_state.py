@@ -230,3 +230,28 @@ def test_as_a_normal_user_too(normal_user: pwd.struct_passwd, start_mode: str) -
             check(report)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_starter_run_command_under_auto(tmp_path: Path, start_mode: str) -> None:
+    # The review's reproduction through the starter pack's run_command tool, with the
+    # starter harness.md (exec.sandbox: auto), rewriting core_pattern's own value.
+    import harness
+
+    ws = tmp_path / "project"
+    ws.mkdir()
+    init = subprocess.run([sys.executable, "-c", "from harness.cli.main import main; main()",
+                           "init"], cwd=ws, capture_output=True, text=True)
+    assert init.returncode == 0, init.stderr
+    h = harness.load(ws)
+    try:
+        assert h.project.config.exec.sandbox == "auto"
+        r = h.call("run_command", {"command": (
+            'v=$(cat /proc/sys/kernel/core_pattern); '
+            'printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern && echo WROTE; '
+            'grep ^Seccomp: /proc/self/status')})
+    finally:
+        h.close()
+    assert not r.is_error, r.error
+    assert r.value["stdout"].split() == ["Seccomp:", "2"], r.value
+    assert "WROTE" not in r.value["stdout"]
+    assert "Read-only file system" in r.value["stderr"], r.value
