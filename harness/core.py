@@ -340,7 +340,7 @@ class Session:
             level, logging.INFO)
         _log.log(lvl, "%s %s", message, dict(fields) if fields else "")
         if self._audit is not None:
-            self._audit.write(self.id, "log", {"level": level, "message": message, **fields})
+            self._audit.write(self.id, "log", {**fields, "level": level, "message": message})
 
     def emit(self, event: str, /, **fields: Any) -> None:
         if self._audit is not None:
