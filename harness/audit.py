@@ -49,7 +49,9 @@ class AuditLog:
         record = {"time": f"{stamp}.{int(now * 1000) % 1000:03d}Z", "session": session,
                   "event": event}
         # Redact before capping: a cut must not split a secret so that it escapes.
-        record.update(_cap(redact(fields), self.max_value_chars))
+        # The keys written above are never replaced by a field of the same name.
+        for key, value in _cap(redact(fields), self.max_value_chars).items():
+            record.setdefault(key, value)
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
             if self._fd >= 0:

@@ -340,7 +340,7 @@ class Session:
             level, logging.INFO)
         _log.log(lvl, "%s %s", message, dict(fields) if fields else "")
         if self._audit is not None:
-            self._audit.write(self.id, "log", {"level": level, "message": message, **fields})
+            self._audit.write(self.id, "log", {**fields, "level": level, "message": message})
 
     def emit(self, event: str, /, **fields: Any) -> None:
         if self._audit is not None:
@@ -383,6 +383,11 @@ class Session:
             if count >= limit:
                 raise BuiltinError(f"meta.tool_register: this session already registered "
                                    f"{count} tools; the limit is meta.max_tools = {limit}")
+        from harness.runtime.builtins.meta import script_too_large
+
+        too_large = script_too_large(str(p["script"]))
+        if too_large is not None:
+            raise BuiltinError(too_large)
         spec, errors = build_meta_tool(name, str(p.get("description") or ""),
                                        p.get("parameters") or {}, str(p["script"]))
         if errors:

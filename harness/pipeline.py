@@ -33,6 +33,10 @@ from harness.runtime.context import (
 Handler = Callable[[dict[str, Any]], Any]
 
 
+_TOO_DEEP = ("$: the value nests too deeply to be checked against the schema; send "
+             "flatter lists and objects (a few hundred levels at most)")
+
+
 class ArgValidator:
     """Fast accept with a compiled (Rust) validator; jsonschema only to explain failures."""
 
@@ -57,9 +61,14 @@ class ArgValidator:
             return []
         try:
             found = self._explain(instance)
+        except RecursionError:
+            return [_TOO_DEEP]
         except Exception:  # noqa: BLE001 - e.g. an ECMA-only pattern Python's re rejects
-            found = [(json_path(e.instance_path), e.message)
-                     for e in self._fast.iter_errors(instance)]
+            try:
+                found = [(json_path(e.instance_path), e.message)
+                         for e in self._fast.iter_errors(instance)]
+            except ValueError:  # "Recursion limit reached" on deep nesting
+                return [_TOO_DEEP]
         return [f"{p}: {m}" for p, m in sorted(found)] or ["arguments do not match the schema"]
 
     def _explain(self, instance: Any) -> list[tuple[str, str]]:

@@ -21,6 +21,7 @@ import starlark as sl
 
 from harness import surface
 from harness.errors import BuiltinError
+from harness.runtime import nesting
 from harness.runtime.context import CallContext, Outcome
 from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
 from harness.runtime.when import fast_when
@@ -109,6 +110,10 @@ def _print(*args: Any, sep: str = " ", **_: Any) -> None:
         ctx.log("info", text, {"source": "print", "tool": ctx.tool})
 
 
+class TooDeep(Exception):
+    """A script nests deeper than the parser's stack allows (see runtime/nesting.py)."""
+
+
 class Engine:
     """Compiles scripts into frozen modules (cached) and calls them under a deadline."""
 
@@ -164,6 +169,10 @@ class Engine:
         if frozen is not None:
             return frozen
         padded = "\n" * max(line - 1, 0) + source
+        deep = nesting.too_deep(padded)
+        if deep is not None:  # the parser would overflow the native stack (SIGSEGV)
+            raise TooDeep(f"{nesting.message('script' if kind != 'when' else 'when expression')}"
+                          f" (at {filename}:{deep[0]})")
         ast = sl.parse(filename, padded, self._dialect)
         module = self._new_module(kind)
         sl.eval_with(self._options, module, ast, self._globals)
@@ -198,6 +207,8 @@ class Engine:
             value = frozen.call_with(self._options, entry, *args).value
         except sl.StarlarkError as exc:
             return _failure(exc, entry, start, timeout_ms)
+        except TooDeep as exc:
+            return Outcome(status="error", error=str(exc), duration_ms=_ms(start))
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - Rust panics are BaseException

@@ -18,6 +18,7 @@ import starlark as sl
 from harness import surface
 from harness.artifacts.model import Problem
 from harness.artifacts.params import suggest
+from harness.runtime import nesting
 
 ALWAYS = frozenset(("struct", "print", "fail"))
 WHEN_TARGET = "__when__"
@@ -103,6 +104,13 @@ def check_script(source: str, filename: str, first_line: int = 1, kind: str = "t
         text = f"{pad}{_WHEN_PREFIX}{source.strip()}\n)\n"
     else:
         text = pad + source
+    # Deep nesting overflows the parser's native stack (SIGSEGV): refuse it first.
+    deep = nesting.too_deep(text)
+    if deep is not None:
+        line, column = deep
+        column = _shift(line, column, first_line, first_column, kind)
+        return [_problem(filename, line, column, "script-too-deep",
+                         f"{who}{nesting.message(what)}")]
     # The parser wants valid UTF-8; a file name may carry undecodable bytes (surrogates).
     label = filename.encode("utf-8", "replace").decode("utf-8")
     try:

@@ -12,7 +12,11 @@ def _emit(level: str, ctx: CallContext, msg: Any, fields: dict[str, Any]) -> Non
     if not isinstance(msg, str):
         raise BuiltinError(f"log.{level}: msg must be a string, got {type(msg).__name__}")
     if ctx.log is not None:
-        ctx.log(level, msg, {"tool": ctx.tool, **fields})
+        # Script fields are nested under "fields": they can never replace a key harness
+        # writes (time, session, event, level, message, tool...), so a record cannot be
+        # forged (docs/builtins.md).
+        ctx.log(level, msg, {"tool": ctx.tool, "fields": fields} if fields
+                else {"tool": ctx.tool})
 
 
 def info(ctx: CallContext, msg: Any, **fields: Any) -> None:

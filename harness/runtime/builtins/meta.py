@@ -13,6 +13,9 @@ from typing import Any
 from harness.errors import BuiltinError
 from harness.runtime.context import CallContext
 
+# Registered scripts are checked (parsed, linted) in the harness process: cap their size.
+MAX_SCRIPT_BYTES = 64 * 1024
+
 
 def tool_register(ctx: CallContext, name: Any, description: Any = "", parameters: Any = None,
                   script: Any = None) -> dict[str, Any]:
@@ -27,11 +30,23 @@ def tool_register(ctx: CallContext, name: Any, description: Any = "", parameters
         raise BuiltinError("meta.tool_register: parameters must be a dict of name -> parameter")
     if not isinstance(script, str) or not script.strip():
         raise BuiltinError("meta.tool_register: script must be Starlark source defining run(args)")
+    too_large = script_too_large(script)
+    if too_large is not None:
+        raise BuiltinError(too_large)
     if ctx.host is None:
         raise BuiltinError("meta.tool_register is only available inside a session")
     return ctx.host("meta.tool_register", {"name": name, "description": description,
                                            "parameters": parameters or {}, "script": script,
                                            "by": ctx.tool})
+
+
+def script_too_large(script: str) -> str | None:
+    """The error for a registered script over :data:`MAX_SCRIPT_BYTES`, or None."""
+    size = len(script.encode("utf-8", "surrogatepass"))
+    if size <= MAX_SCRIPT_BYTES:
+        return None
+    return (f"meta.tool_register: script is {size} bytes; the limit is {MAX_SCRIPT_BYTES} "
+            "bytes — register a smaller script, or put the tool in .harness/tools/")
 
 
 FUNCTIONS = {"meta.tool_register": tool_register}

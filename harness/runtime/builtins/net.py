@@ -148,6 +148,16 @@ def _deadline(ctx: CallContext, fn: str, timeout_ms: Any) -> float:
     return time.monotonic() + budget / 1000.0
 
 
+# Hop-by-hop and framing headers: harness (httpx) sets them from the request itself. A
+# script setting them could frame a request two ways (Transfer-Encoding with
+# Content-Length: request smuggling through an allowed host's proxies) or steer a proxy.
+_RESERVED_HEADERS = frozenset(("transfer-encoding", "content-length", "connection", "te",
+                               "upgrade", "keep-alive", "trailer", "host"))
+# RFC 9110 token characters; values may hold visible characters, spaces and tabs only.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE_BAD = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
 def _headers(fn: str, headers: Any) -> dict[str, str]:
     if headers is None:
         return {}
@@ -157,10 +167,22 @@ def _headers(fn: str, headers: Any) -> dict[str, str]:
     for k, v in headers.items():
         if not isinstance(k, str) or not isinstance(v, str):
             raise BuiltinError(f"{fn}: headers must map strings to strings; got {k!r}: {v!r}")
-        if any(c in k + v for c in "\r\n\x00") or not k or ":" in k:
-            raise BuiltinError(f'{fn}: header "{k}" has an invalid name or value')
-        if k.lower() == "host":
-            raise BuiltinError(f'{fn}: the "Host" header is set from the URL; remove it')
+        if _HEADER_NAME.fullmatch(k) is None:
+            raise BuiltinError(f"{fn}: header {k!r} has an invalid name or value: a name is "
+                               "letters, digits and !#$%&'*+-.^_`|~ only (no spaces, colons, "
+                               "CR, LF or NUL)")
+        if _HEADER_VALUE_BAD.search(v) is not None:
+            raise BuiltinError(f'{fn}: header "{k}" has an invalid name or value: the value '
+                               "holds a control character (CR, LF, NUL...); send printable "
+                               "text only")
+        lower = k.lower()
+        if lower == "host":
+            raise BuiltinError(f'{fn}: the "{k}" header is set from the URL; remove it')
+        if lower in _RESERVED_HEADERS or lower.startswith("proxy-"):
+            raise BuiltinError(f'{fn}: header "{k}" is a hop-by-hop or framing header that '
+                               "harness sets itself (Transfer-Encoding, Content-Length, "
+                               "Connection, TE, Trailer, Upgrade, Keep-Alive, Host, Proxy-*); "
+                               "remove it")
         out[k] = v
     return out
 
