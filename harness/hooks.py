@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from harness.artifacts.model import HookSpec
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.runtime.reach import UNUSED, hook_inputs
-from harness.runtime.when import WhenError, compile_when
+from harness.runtime.when import FALLBACK_ERRORS, compile_when
 
 # Keys a modify() may change, per event. Any other key must be left as it is.
 MUTABLE_KEYS: dict[str, frozenset[str]] = {
@@ -93,6 +93,7 @@ class HookChain:
 
 
 _ALLOW = {"action": "allow"}
+_FALLBACK = object()  # the fast path could not answer exactly
 
 
 def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: ScriptRuntime,
@@ -103,14 +104,16 @@ def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: Sc
     if hook.when:
         # The Python evaluator first (both runtimes would start with it anyway): a
         # plain comparison needs no context, no worker and no payload conversion.
+        # It answers only where it equals Starlark (runtime/when.py), else Fallback.
         fn = compile_when(hook.when)
+        matched: Any = _FALLBACK
+        took = 0.0
         if fn is not None:
             try:
                 matched = fn({"event": event, "payload": current})
-            except (WhenError, TypeError, ValueError, AttributeError) as exc:
-                raise HookFailure(f"when: {exc} (at {path}:{hook.when_line or 1})") from None
-            took = 0.0
-        else:
+            except FALLBACK_ERRORS:
+                matched = _FALLBACK
+        if matched is _FALLBACK:
             out = runtime.eval_when(hook.when, path, hook.when_line or 1, event, current,
                                     make_ctx(hook), hook.timeout_ms)
             if out.status != "ok":

@@ -1,0 +1,105 @@
+"""Guards see what runs, and a ``when`` decides as Starlark would (issue 10, items 4, 8).
+
+Real hook files, real Starlark, both runtimes. Invariant (docs/hooks.md, "Guards see
+what runs"): the tool never receives arguments that a ``tool.pre`` hook able to block
+has not seen.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import harness
+
+Make = Callable[[dict[str, str]], harness.Harness]
+
+ECHO = """
+---
+parameters:
+  path: {type: string}
+  n: {type: integer}
+  timeout_ms: {type: number}
+script: |
+  def run(args):
+      return {"args": args, "guard_runs": cache.get("guard_runs", 0),
+              "late_runs": cache.get("late_runs", 0)}
+---
+Echo the arguments back, with how often the counting hooks ran.
+"""
+
+
+def hook(body: str, *, priority: int = 100, when: str | None = None,
+         on_error: str | None = None) -> str:
+    lines = ["---", "event: tool.pre", f"priority: {priority}"]
+    if when is not None:
+        lines.append(f"when: '{when}'")
+    if on_error is not None:
+        lines.append(f"on_error: {on_error}")
+    lines += ["script: |", "  def handle(event, payload):"]
+    lines += ["      " + line for line in textwrap.dedent(body).strip().splitlines()]
+    lines += ["---", "A hook.", ""]
+    return "\n".join(lines)
+
+
+GUARD = hook("""
+    cache.set("guard_runs", cache.get("guard_runs", 0) + 1)
+    if "forbidden" in payload["arguments"].get("path", ""):
+        return block("forbidden paths are off limits")
+    return allow()
+""", priority=10)
+NORMALISE = hook("""
+    a = dict(payload["arguments"])
+    a["path"] = a.get("path", "").replace("@", "")
+    return modify({"arguments": a})
+""", priority=50)
+LATE = hook("""
+    cache.set("late_runs", cache.get("late_runs", 0) + 1)
+    return allow()
+""", priority=900)
+
+
+@pytest.fixture(params=["inprocess", "process"])
+def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Make]:
+    opened: list[harness.Harness] = []
+
+    def make(hooks: dict[str, str]) -> harness.Harness:
+        (tmp_path / ".harness" / "tools").mkdir(parents=True, exist_ok=True)
+        (tmp_path / ".harness" / "hooks").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "harness.md").write_text(
+            f"---\nruntime: {{isolation: {request.param}}}\n---\nA test agent.\n")
+        (tmp_path / ".harness" / "tools" / "echo.md").write_text(textwrap.dedent(ECHO).lstrip())
+        for name, text in hooks.items():
+            (tmp_path / ".harness" / "hooks" / f"{name}.md").write_text(text)
+        h = harness.load(tmp_path)
+        opened.append(h)
+        return h
+
+    yield make
+    for h in opened:
+        h.close()
+
+
+# -- item 4: a capping hook whose ``when`` the old fast path answered wrongly ----------
+
+CAP = hook("""
+    a = dict(payload["arguments"])
+    a["timeout_ms"] = 60000
+    return modify({"arguments": a})
+""", when='payload["arguments"].get("timeout_ms", 0) > 60000', on_error="allow")
+
+
+@pytest.mark.parametrize("value", [600000.0, 600000, 60000.5])
+def test_a_float_timeout_cannot_skip_a_capping_hook(project: Make, value: float) -> None:
+    h = project({"cap": CAP})
+    r = h.call("echo", {"timeout_ms": value})
+    assert not r.is_error, r
+    assert r.value["args"]["timeout_ms"] == 60000
+
+
+def test_a_float_under_the_cap_is_left_alone(project: Make) -> None:
+    h = project({"cap": CAP})
+    assert h.call("echo", {"timeout_ms": 5000.0}).value["args"]["timeout_ms"] == 5000.0
