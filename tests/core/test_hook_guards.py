@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import harness
+from harness.hooks import MAX_CHANGES
 
 Make = Callable[[dict[str, str]], harness.Harness]
 
@@ -81,6 +82,60 @@ def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Make]:
     yield make
     for h in opened:
         h.close()
+
+
+def test_a_later_modify_cannot_smuggle_arguments_past_a_guard(project: Make) -> None:
+    h = project({"guard": GUARD, "normalise": NORMALISE})
+    with h.session("s1") as s:
+        r = s.call("echo", {"path": "forb@idden/x"})
+    assert r.is_error and r.blocked_by == "guard", r
+    assert r.error == 'blocked by hook "guard": forbidden paths are off limits'
+
+
+def test_the_guard_runs_again_only_when_a_later_hook_changed_the_arguments(project: Make) -> None:
+    h = project({"guard": GUARD, "normalise": NORMALISE, "late": LATE})
+    with h.session("s1") as s:
+        r = s.call("echo", {"path": "a@b"})  # changed by normalise: the guard sees "ab"
+        assert not r.is_error, r
+        assert r.value["args"]["path"] == "ab"
+        assert (r.value["guard_runs"], r.value["late_runs"]) == (2, 1)
+    with h.session("s2") as s:
+        r = s.call("echo", {"path": "ab"})  # nothing to change: one pass
+        assert (r.value["guard_runs"], r.value["late_runs"]) == (1, 1)
+
+
+def test_one_non_idempotent_modify_runs_once(project: Make) -> None:
+    bump = hook("""
+        a = dict(payload["arguments"])
+        a["n"] = a.get("n", 0) + 1
+        return modify({"arguments": a})
+    """, priority=50)
+    h = project({"guard": GUARD, "bump": bump})
+    assert h.call("echo", {"n": 1}).value["args"]["n"] == 2
+
+
+@pytest.mark.parametrize("kind", ["flip-flop", "counter"])
+def test_modifications_that_never_settle_end_with_a_clear_error(project: Make, kind: str) -> None:
+    if kind == "flip-flop":
+        first = hook('return modify({"arguments": {"path": "one"}})', priority=10)
+        second = hook('return modify({"arguments": {"path": "two"}})', priority=20)
+    else:
+        bump = """
+            a = dict(payload["arguments"])
+            a["n"] = a.get("n", 0) + 1
+            return modify({"arguments": a})
+        """
+        first, second = hook(bump, priority=10), hook(bump, priority=20)
+    h = project({"first": first, "second": second})
+    r = h.call("echo", {"path": "x", "n": 0})
+    assert r.is_error and r.blocked_by in ("first", "second"), r
+    assert r.error is not None
+    assert r.error.startswith("tool.pre hooks do not settle: hook ")
+    assert f"changed the payload {MAX_CHANGES + 1} times in one call" in r.error
+    assert "idempotent" in r.error
+    # Nothing is left behind: the next call gets the same answer.
+    again = h.call("echo", {"path": "x", "n": 0})
+    assert again.is_error and again.error == r.error
 
 
 # -- item 4: a capping hook whose ``when`` the old fast path answered wrongly ----------
