@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from harness.artifacts.model import HookSpec
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.runtime.reach import UNUSED, hook_inputs
-from harness.runtime.when import WhenError, compile_when
+from harness.runtime.when import FALLBACK_ERRORS, compile_when
 
 # Keys a modify() may change, per event. Any other key must be left as it is.
 MUTABLE_KEYS: dict[str, frozenset[str]] = {
@@ -36,6 +36,14 @@ class ChainOutcome(NamedTuple):
 
 
 _chain_outcome = tuple.__new__  # ChainOutcome(current) without the Python-level __new__
+
+
+# Events whose hooks must all have seen the payload that goes on (issue 10, item 8):
+# the tool never receives arguments that a tool.pre hook able to block has not seen.
+SETTLE_EVENTS = frozenset({"tool.pre"})
+# How often one hook may change the payload in one call before the chain is declared
+# unsettled (an error result): a chain of idempotent hooks changes it once per hook.
+MAX_CHANGES = 2
 
 
 class HookFailure(Exception):
@@ -71,7 +79,19 @@ class HookChain:
         current = payload  # never mutated: a modify() merges into a new dict
         if not hooks:
             return _chain_outcome(ChainOutcome, (current, None, "", False))
-        for hook in hooks:
+        # Guards see what runs (SETTLE_EVENTS): seen[i] is the payload hook i last
+        # saw. A change sends the chain back to the first hook that has not seen the
+        # new payload; a hook's own change counts as seen by it. Without changes this
+        # is one pass in priority order.
+        settle = event in SETTLE_EVENTS
+        seen: list[Mapping[str, Any] | None] = [None] * len(hooks)
+        changes: dict[str, int] = {}
+        i, n = 0, len(hooks)
+        while i < n:
+            if seen[i] is current:
+                i += 1
+                continue
+            hook = hooks[i]
             try:
                 action, reason, new, took = _run_one(hook, event, current, runtime, make_ctx,
                                                      recheck)
@@ -80,6 +100,8 @@ class HookChain:
                 if on_decision is not None:
                     on_decision(event, hook.name, "error", message, 0.0)
                 if hook.on_error == "allow":
+                    seen[i] = current
+                    i += 1
                     continue
                 return ChainOutcome(payload=current, blocked_by=hook.name, reason=message,
                                     failed=True)
@@ -87,12 +109,33 @@ class HookChain:
                 on_decision(event, hook.name, action, reason, took)
             if action == "block":
                 return ChainOutcome(payload=current, blocked_by=hook.name, reason=reason)
-            if action == "modify":
+            changed = action == "modify" and new is not current
+            if changed:
                 current = new
+                if settle:
+                    count = changes[hook.name] = changes.get(hook.name, 0) + 1
+                    if count > MAX_CHANGES:
+                        message = _unsettled(event, hook.name, changes)
+                        if on_decision is not None:
+                            on_decision(event, hook.name, "error", message, 0.0)
+                        return ChainOutcome(payload=current, blocked_by=hook.name,
+                                            reason=message, failed=True)
+            seen[i] = current
+            i = 0 if changed and settle else i + 1
         return _chain_outcome(ChainOutcome, (current, None, "", False))
 
 
+def _unsettled(event: str, name: str, changes: Mapping[str, int]) -> str:
+    others = ", ".join(f'"{h}"' for h in sorted(changes) if h != name) or "none"
+    return (f'{event} hooks do not settle: hook "{name}" changed the payload '
+            f"{changes[name]} times in one call (other hooks that changed it: {others}). "
+            "After every change the hooks that saw the earlier payload run again, and "
+            "these keep changing it; make each modify() idempotent (running the hook "
+            "again on its own result must change nothing) or merge the hooks.")
+
+
 _ALLOW = {"action": "allow"}
+_FALLBACK = object()  # the fast path could not answer exactly
 
 
 def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: ScriptRuntime,
@@ -103,14 +146,16 @@ def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: Sc
     if hook.when:
         # The Python evaluator first (both runtimes would start with it anyway): a
         # plain comparison needs no context, no worker and no payload conversion.
+        # It answers only where it equals Starlark (runtime/when.py), else Fallback.
         fn = compile_when(hook.when)
+        matched: Any = _FALLBACK
+        took = 0.0
         if fn is not None:
             try:
                 matched = fn({"event": event, "payload": current})
-            except (WhenError, TypeError, ValueError, AttributeError) as exc:
-                raise HookFailure(f"when: {exc} (at {path}:{hook.when_line or 1})") from None
-            took = 0.0
-        else:
+            except FALLBACK_ERRORS:
+                matched = _FALLBACK
+        if matched is _FALLBACK:
             out = runtime.eval_when(hook.when, path, hook.when_line or 1, event, current,
                                     make_ctx(hook), hook.timeout_ms)
             if out.status != "ok":
@@ -181,14 +226,18 @@ def _interpret(value: Any) -> tuple[str, str, dict[str, Any]]:
     return action, reason, payload or {}
 
 
-def _merge(event: str, current: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+def _merge(event: str, current: Mapping[str, Any],
+           new: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``current`` itself when ``new`` changes nothing, else a new dict."""
     mutable = MUTABLE_KEYS.get(event)
-    merged = dict(current)
+    merged: dict[str, Any] | None = None
     for key, value in new.items():
         if key in current and current[key] == value:
             continue
         if mutable is not None and key not in mutable:
             allowed = ", ".join(sorted(mutable)) or "nothing"
             raise HookFailure(f'modify() may not change "{key}" in {event} (may change: {allowed})')
+        if merged is None:
+            merged = dict(current)
         merged[key] = value
-    return merged
+    return current if merged is None else merged

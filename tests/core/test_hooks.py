@@ -36,15 +36,20 @@ def hook(event: str, body: str, *, priority: int | None = None, when: str | None
 def test_priority_zero_runs_first_and_sees_earlier_modifications(make_harness: MakeHarness) -> None:
     h = make_harness(tools={"echo": ECHO}, hooks={
         "b_second": hook("tool.pre", 'a = dict(payload["arguments"])\n'
-                         'a["path"] = a["path"] + "-second"\nreturn modify({"arguments": a})'),
+                         'if "-second" not in a["path"]:\n    a["path"] = a["path"] + "-second"\n'
+                         'return modify({"arguments": a})'),
         "a_default": hook("tool.pre", 'a = dict(payload["arguments"])\n'
-                          'a["path"] = a["path"] + "-third"\nreturn modify({"arguments": a})',
+                          'if "-third" not in a["path"]:\n    a["path"] = a["path"] + "-third"\n'
+                          'return modify({"arguments": a})',
                           priority=100),
         "z_first": hook("tool.pre", 'a = dict(payload["arguments"])\n'
-                        'a["path"] = a["path"] + "-first"\nreturn modify({"arguments": a})',
+                        'if "-first" not in a["path"]:\n    a["path"] = a["path"] + "-first"\n'
+                        'return modify({"arguments": a})',
                         priority=0),
     })
-    # priority 0 first; ties (100) in name order: a_default before b_second.
+    # priority 0 first; ties (100) in name order: a_default before b_second. (Each
+    # modify is idempotent: after a change the hooks before it run again, see
+    # test_hook_guards.py.)
     assert h.call("echo", {"path": "x"}).value["path"] == "x-first-third-second"
 
 
