@@ -100,6 +100,9 @@ class Config:
     audit: AuditConfig = field(default_factory=AuditConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     clock: ClockConfig = field(default_factory=ClockConfig)
+    # Variables set for commands (name, value), on top of exec.env: what a test case's
+    # `env:` gives (harness test). Not a harness.md key.
+    env_values: tuple[tuple[str, str], ...] = ()
 
 
 # key -> (section dataclass, {field: allowed python types})

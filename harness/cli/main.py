@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from harness.cli import call, init, list_cmd, run, schema_cmd, serve, validate
+from harness.cli import call, init, list_cmd, run, schema_cmd, serve, test_cmd, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,6 +22,7 @@ cli.add_command(call.command, "call")
 cli.add_command(serve.command, "serve")
 cli.add_command(init.command, "init")
 cli.add_command(run.command, "run")
+cli.add_command(test_cmd.command, "test")
 
 
 def main() -> None:

@@ -1,0 +1,71 @@
+"""``harness test``: run the test files of ``.harness/tests/`` (docs/testing.md).
+
+Exit 0 when every case passed, 1 when any failed, 2 for usage or load errors (a broken
+artifact, a test file with errors, a path that does not exist).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from harness.cli.common import echo_problems, handle_errors, resolve_root, root_option
+
+FORMATS = ("text", "json", "github", "junit")
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@root_option
+@click.option("-k", "pattern", default=None, metavar="PATTERN",
+              help="Run only cases whose FILE::NAME contains PATTERN (case-insensitive).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="text for people, json for programs, github for Actions annotations, "
+                   "junit for CI test reports.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the report to FILE (stdout gets the summary line).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Cases run in parallel (default: the number of cores, at most 8).")
+@click.option("--coverage", is_flag=True,
+              help="Also list tools and hooks no case reached, and hook decisions (block, "
+                   "modify) no case produced.")
+@handle_errors
+def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt: str,
+            output: Path | None, jobs: int | None, coverage: bool) -> None:
+    """Run the cases of test files (default: every .harness/tests/*.md)."""
+    from harness.testing.coverage import measure
+    from harness.testing.report import render, summary
+    from harness.testing.runner import Runner, outcome
+
+    with Runner(resolve_root(root)) as runner:
+        files, problems = runner.collect(paths, pattern)
+        if problems:
+            echo_problems(problems, runner.root)
+            click.echo("test files have errors; fix them (harness validate shows them too)",
+                       err=True)
+            raise click.exceptions.Exit(2)
+        workers = jobs or min(8, len(os.sched_getaffinity(0)) if hasattr(
+            os, "sched_getaffinity") else (os.cpu_count() or 1))
+        result = runner.run(files, jobs=workers)
+        extra: list[str] = []
+        if coverage:
+            cov = measure(runner.project, result.results)
+            extra = ["Coverage:"] + ["  " + line for line in cov.lines()] if not cov.complete \
+                else ["Coverage: every tool and hook has a case; every block and modify was "
+                      "produced"]
+    rows = [outcome(r) for r in result.results]
+    seconds = result.duration_ms / 1000.0
+    report = render(fmt, rows, seconds, extra)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(report + "\n", encoding="utf-8")
+        click.echo(summary(rows, seconds))
+    else:
+        click.echo(report)
+    if not rows:
+        click.echo("no test cases found (write .harness/tests/NAME.md; see docs/testing.md)",
+                   err=True)
+    if not result.ok:
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,306 @@
+"""Run test cases: each in a fresh copy of the workspace, through the full pipeline.
+
+A :class:`Runner` loads the project once (``harness.load``), then for every case copies
+the workspace into a temporary directory, writes the case's fixture files, builds the
+case's config (harness.md + ``config:`` + ``now:`` + ``env:``) and runs the case with a
+:class:`~harness.Harness` over that copy. Script runtimes are shared between cases with
+the same isolation settings (starting a worker pool per case would dominate the run);
+every case still gets its own config, workspace, session and cache.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import harness
+from harness.artifacts.frontmatter import split
+from harness.artifacts.model import Problem, Project
+from harness.config import parse_config
+from harness.core import Session
+from harness.hooks import HookChain
+from harness.runtime.context import CallContext, Outcome, ScriptRuntime
+from harness.testing import expect as check
+from harness.testing.report import Outcome as Reported
+from harness.testing.spec import Case, TestFile, _merge, check_against, parse, test_files
+
+# Never copied into a case's workspace: harness's own folder, VCS data, environments
+# and caches (large, and nothing a tool test should depend on).
+SKIP_DIRS = frozenset({".harness", ".git", ".hg", ".svn", ".venv", "venv", "node_modules",
+                       "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaseResult:
+    case: Case
+    passed: bool
+    failures: tuple[check.Failure, ...] = ()
+    duration_ms: float = 0.0
+    tools: tuple[str, ...] = ()  # tools called
+    decisions: tuple[tuple[str, str], ...] = ()  # (hook, allow|block|modify|error) seen
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    results: tuple[CaseResult, ...] = ()
+    duration_ms: float = 0.0
+    files: tuple[TestFile, ...] = ()
+    problems: tuple[Problem, ...] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
+
+    @property
+    def failed(self) -> int:
+        return len(self.results) - self.passed
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+
+def outcome(r: CaseResult) -> Reported:
+    """A case result as the reporters show it."""
+    return Reported(path=r.case.path, line=r.case.line, name=r.case.name, passed=r.passed,
+                   duration_ms=r.duration_ms,
+                   failures=tuple((f.line, f.message, f.detail()) for f in r.failures))
+
+
+class _Shared:
+    """A runtime shared by many cases: closing one case's Harness leaves it running."""
+
+    def __init__(self, runtime: ScriptRuntime) -> None:
+        self.inner = runtime
+
+    def run_tool(self, script: str, filename: str, line: int, args: Mapping[str, Any],
+                 ctx: CallContext, timeout_ms: int) -> Outcome:
+        return self.inner.run_tool(script, filename, line, args, ctx, timeout_ms)
+
+    def run_hook(self, script: str, filename: str, line: int, event: object,
+                 payload: object, ctx: CallContext, timeout_ms: int) -> Outcome:
+        return self.inner.run_hook(script, filename, line, event, payload, ctx, timeout_ms)
+
+    def eval_when(self, expr: str, filename: str, line: int, event: str,
+                  payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+        return self.inner.eval_when(expr, filename, line, event, payload, ctx, timeout_ms)
+
+    def close(self) -> None:
+        pass
+
+
+class _Recording(Session):
+    """A session that remembers every hook decision the pipeline reports."""
+
+    def __init__(self, h: harness.Harness) -> None:
+        self.decisions: list[tuple[str, str]] = []
+        super().__init__(h)
+        self.auditing = True
+
+    def emit(self, event: str, /, **fields: Any) -> None:
+        if event == "hook.decision":
+            self.decisions.append((str(fields.get("hook")), str(fields.get("decision"))))
+        super().emit(event, **fields)
+
+
+class Runner:
+    """Collects and runs the test files of one root. Use as a context manager."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        from harness.artifacts.loader import find_root
+
+        self.root = find_root(Path.cwd()) if root is None else Path(root).resolve()
+        self.base = harness.load(self.root)  # raises LoadError: exit 2 at the CLI
+        self.project: Project = self.base.project
+        self._config_data = _harness_md(self.root)
+        self._runtimes: dict[tuple[Any, ...], ScriptRuntime] = {}
+
+    # -- collecting ----------------------------------------------------------------
+
+    def collect(self, paths: Sequence[str | Path] = (), pattern: str | None = None
+                ) -> tuple[list[TestFile], list[Problem]]:
+        """The test files under ``paths`` (default: ``.harness/tests/``), their cases
+        filtered by ``pattern`` (a case-insensitive substring of ``FILE::NAME``), and
+        every problem that makes them unrunnable."""
+        files: list[TestFile] = []
+        problems: list[Problem] = []
+        for rel, path in self._paths(paths, problems):
+            tf = parse(path.read_bytes(), rel)
+            problems.extend(p for p in tf.problems if p.severity == "error")
+            problems.extend(check_against(tf, self.project))
+            if pattern:
+                needle = pattern.lower()
+                tf = replace(tf, cases=tuple(c for c in tf.cases if needle in c.id.lower()))
+            files.append(tf)
+        return files, problems
+
+    def _paths(self, paths: Sequence[str | Path], problems: list[Problem]
+               ) -> list[tuple[str, Path]]:
+        if not paths:
+            return test_files(self.root)
+        out: list[tuple[str, Path]] = []
+        for given in paths:
+            path = Path(given)
+            if not path.is_absolute() and not path.exists():
+                path = self.root / path
+            if path.is_dir():
+                out.extend((self._rel(p), p) for p in sorted(path.glob("*.md")) if p.is_file())
+            elif path.is_file():
+                out.append((self._rel(path), path))
+            else:
+                problems.append(Problem(path=str(given), line=0, column=0, code="test-missing",
+                                        message=f'test path "{given}" does not exist'))
+        return out
+
+    def _rel(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    # -- running -------------------------------------------------------------------
+
+    def run(self, files: Iterable[TestFile], jobs: int = 1) -> RunResult:
+        files = tuple(files)
+        cases = [c for tf in files for c in tf.cases]
+        start = time.perf_counter()
+        if jobs > 1 and len(cases) > 1:
+            with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-test") as ex:
+                results = list(ex.map(self.run_case, cases))
+        else:
+            results = [self.run_case(c) for c in cases]
+        return RunResult(results=tuple(results), files=files,
+                         duration_ms=(time.perf_counter() - start) * 1000.0)
+
+    def run_case(self, case: Case) -> CaseResult:
+        start = time.perf_counter()
+        tmp = Path(tempfile.mkdtemp(prefix="harness-test-"))
+        try:
+            try:
+                h = self._harness_for(case, tmp / "root")
+            except check.CaseError as exc:
+                return CaseResult(case=case, passed=False, failures=(check.Failure(
+                    path=case.path, line=case.line, message=str(exc)),),
+                    duration_ms=(time.perf_counter() - start) * 1000.0)
+            with h:
+                if case.kind == "hook":
+                    failures, decisions, tools = self._hook_case(h, case)
+                else:
+                    failures, decisions, tools = self._call_case(h, case)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return CaseResult(case=case, passed=not failures, failures=tuple(failures),
+                          duration_ms=(time.perf_counter() - start) * 1000.0,
+                          tools=tuple(tools), decisions=tuple(decisions))
+
+    def _harness_for(self, case: Case, copy: Path) -> harness.Harness:
+        shutil.copytree(self.root, copy, symlinks=True, ignore=_ignore)
+        data = _merge(self._config_data, case.setup.config)
+        if case.setup.now:
+            data = _merge(data, {"clock": {"fixed": case.setup.now}})
+        config, problems = parse_config(data, copy)
+        errors = [p.message for p in problems if p.severity == "error"]
+        if errors:
+            raise check.CaseError("the case's configuration is invalid: " + "; ".join(errors))
+        config = replace(config, env_values=tuple(sorted(case.setup.env.items())))
+        ws = config.workspace
+        for rel, text in case.setup.files.items():
+            target = ws / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        project = replace(self.project, root=copy.resolve(), config=config)
+        return harness.Harness(project, runtime=self._runtime(config))
+
+    def _runtime(self, config: Any) -> ScriptRuntime:
+        key = (config.runtime.isolation, config.limits.memory_mb, config.limits.max_concurrency)
+        rt = self._runtimes.get(key)
+        if rt is None:
+            if config.runtime.isolation == "process":
+                from harness.runtime.workers import ProcessRuntime
+
+                rt = ProcessRuntime(config)
+            else:
+                from harness.runtime.engine import InProcessRuntime
+
+                rt = InProcessRuntime()
+            rt = self._runtimes.setdefault(key, rt)
+        return _Shared(rt)
+
+    def _call_case(self, h: harness.Harness, case: Case
+                   ) -> tuple[list[check.Failure], list[tuple[str, str]], list[str]]:
+        failures: list[check.Failure] = []
+        tools: list[str] = []
+        ws = h.config.workspace
+        session = _Recording(h)
+        with session:
+            for step in case.steps:
+                tools.append(step.call)
+                result = session.call(step.call, dict(step.args))
+                failures.extend(check.call(step, result, ws, case.path))
+            decisions = list(session.decisions)
+        return failures, decisions, tools
+
+    def _hook_case(self, h: harness.Harness, case: Case
+                   ) -> tuple[list[check.Failure], list[tuple[str, str]], list[str]]:
+        hook = next(x for x in h.hooks if x.name == case.hook)
+        event = case.event or hook.event
+        seen: list[tuple[str, str]] = []
+        with h.session() as session:
+            payload = dict(case.payload)
+            payload.setdefault("session", session.id)
+            if event.startswith("tool."):
+                payload.setdefault("id", "test-call")
+            if event == "tool.post":
+                for key, value in (("arguments", {}), ("result", None), ("is_error", False),
+                                   ("error", None), ("duration_ms", 0.0)):
+                    payload.setdefault(key, value)
+
+            def make_ctx(spec: Any) -> CallContext:
+                return CallContext(config=h.config, session_id=session.id, tool=spec.name,
+                                   kind="hook", cache=session.cache, log=session.log)
+
+            def record(_event: str, name: str, decision: str, reason: str, _ms: float) -> None:
+                seen.append((decision, reason))
+
+            out = HookChain([hook]).run(event, payload, h.runtime, make_ctx,
+                                        on_decision=record)
+        if out.failed:
+            decision = "error"
+        elif out.blocked_by is not None:
+            decision = "block"
+        elif any(d == "modify" for d, _ in seen):
+            decision = "modify"
+        else:
+            decision = "allow"
+        failures = check.hook(case, decision, out.reason, dict(out.payload))
+        return failures, [(hook.name, decision)], []
+
+    def close(self) -> None:
+        for rt in self._runtimes.values():
+            rt.close()
+        self._runtimes.clear()
+        self.base.close()
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _ignore(folder: str, names: list[str]) -> set[str]:
+    return {n for n in names if n in SKIP_DIRS}
+
+
+def _harness_md(root: Path) -> dict[str, Any]:
+    path = root / "harness.md"
+    if not path.is_file():
+        return {}
+    data, _body, _lines, _problems = split(path.read_bytes(), "harness.md", "config")
+    return {k: v for k, v in data.items() if k not in ("tools", "hooks")}
