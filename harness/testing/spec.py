@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -250,7 +250,7 @@ class _Parser:
             if step is None:
                 return None
             return Case(name=name or f"call {step.call} #{index + 1}", path=self.path,
-                        line=line, kind="call", setup=setup, steps=(step,))
+                        line=line, kind="call", setup=setup, steps=(replace(step, name=""),))
         raw = item["steps"]
         if not isinstance(raw, list) or not raw:
             self.add((*where, "steps"), "test-invalid", "steps must be a non-empty list of "
