@@ -6,7 +6,17 @@ import sys
 
 import click
 
-from harness.cli import call, init, list_cmd, run, schema_cmd, serve, test_cmd, validate
+from harness.cli import (
+    call,
+    eval_cmd,
+    init,
+    list_cmd,
+    run,
+    schema_cmd,
+    serve,
+    test_cmd,
+    validate,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,6 +33,7 @@ cli.add_command(serve.command, "serve")
 cli.add_command(init.command, "init")
 cli.add_command(run.command, "run")
 cli.add_command(test_cmd.command, "test")
+cli.add_command(eval_cmd.command, "eval")
 
 
 def main() -> None:

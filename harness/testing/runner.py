@@ -28,7 +28,7 @@ from harness.hooks import HookChain
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.testing import expect as check
 from harness.testing.report import Outcome as Reported
-from harness.testing.spec import Case, TestFile, _merge, check_against, parse, test_files
+from harness.testing.spec import Case, Setup, TestFile, _merge, check_against, parse, test_files
 
 # Never copied into a case's workspace: harness's own folder, VCS data, environments
 # and caches (large, and nothing a tool test should depend on).
@@ -95,17 +95,20 @@ class _Shared:
         pass
 
 
-class _Recording(Session):
+class Recording(Session):
     """A session that remembers every hook decision the pipeline reports."""
 
     def __init__(self, h: harness.Harness) -> None:
         self.decisions: list[tuple[str, str]] = []
+        self.usage: list[dict[str, Any]] = []  # model.response usage (harness eval)
         super().__init__(h)
         self.auditing = True
 
     def emit(self, event: str, /, **fields: Any) -> None:
         if event == "hook.decision":
             self.decisions.append((str(fields.get("hook")), str(fields.get("decision"))))
+        elif event == "model.response" and isinstance(fields.get("usage"), dict):
+            self.usage.append(fields["usage"])
         super().emit(event, **fields)
 
 
@@ -183,7 +186,7 @@ class Runner:
         tmp = Path(tempfile.mkdtemp(prefix="harness-test-"))
         try:
             try:
-                h = self._harness_for(case, tmp / "root")
+                h = self.harness_for(case.setup, tmp / "root")
             except check.CaseError as exc:
                 return CaseResult(case=case, passed=False, failures=(check.Failure(
                     path=case.path, line=case.line, message=str(exc)),),
@@ -199,18 +202,20 @@ class Runner:
                           duration_ms=(time.perf_counter() - start) * 1000.0,
                           tools=tuple(tools), decisions=tuple(decisions))
 
-    def _harness_for(self, case: Case, copy: Path) -> harness.Harness:
+    def harness_for(self, setup: Setup, copy: Path) -> harness.Harness:
+        """A Harness over a fresh copy of the workspace at ``copy``, set up as ``setup``
+        says (fixture files, config, clock, env). Close it when done."""
         shutil.copytree(self.root, copy, symlinks=True, ignore=_ignore)
-        data = _merge(self._config_data, case.setup.config)
-        if case.setup.now:
-            data = _merge(data, {"clock": {"fixed": case.setup.now}})
+        data = _merge(self._config_data, setup.config)
+        if setup.now:
+            data = _merge(data, {"clock": {"fixed": setup.now}})
         config, problems = parse_config(data, copy)
         errors = [p.message for p in problems if p.severity == "error"]
         if errors:
             raise check.CaseError("the case's configuration is invalid: " + "; ".join(errors))
-        config = replace(config, env_values=tuple(sorted(case.setup.env.items())))
+        config = replace(config, env_values=tuple(sorted(setup.env.items())))
         ws = config.workspace
-        for rel, text in case.setup.files.items():
+        for rel, text in setup.files.items():
             target = ws / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
@@ -237,7 +242,7 @@ class Runner:
         failures: list[check.Failure] = []
         tools: list[str] = []
         ws = h.config.workspace
-        session = _Recording(h)
+        session = Recording(h)
         with session:
             for step in case.steps:
                 tools.append(step.call)
