@@ -107,6 +107,6 @@ def test_dry_run_validates_without_a_model(tmp_path: Path) -> None:
                 .replace("hook_blocked: prod_guard", "hook_blocked: prod_gard"))
     code, out = invoke(root, "--dry-run")
     assert code == 2
-    assert 'deploy.md:6:13: error: case "deploys to staging": unknown grade "tool_caled" ' \
+    assert 'deploy.md:6:9: error: case "deploys to staging": unknown grade "tool_caled" ' \
            '(did you mean "tool_called"?)' in out
     assert 'hook_blocked names unknown hook "prod_gard" (did you mean "prod_guard"?)' in out
