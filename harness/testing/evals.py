@@ -165,6 +165,7 @@ def run_eval(runner: Runner, case: EvalCase, budget: Budget, **agent: Any) -> Ou
     texts: list[str] = []
     results: list[Any] = []
     rounds = 0
+    history: Any = None  # each turn continues the conversation of the one before
     try:
         h = runner.harness_for(case.setup, tmp / "root")
         with h:
@@ -178,7 +179,8 @@ def run_eval(runner: Runner, case: EvalCase, budget: Budget, **agent: Any) -> Ou
                             break
                         before = len(session.usage)
                         try:
-                            res = h.run(turn, session=session, **agent)
+                            res = h.run(turn, session=session, history=history, **agent)
+                            history = res.messages
                         finally:
                             budget.spent += tokens(session.usage[before:])
                         texts.append(res.text)

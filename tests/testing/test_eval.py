@@ -110,3 +110,27 @@ def test_dry_run_validates_without_a_model(tmp_path: Path) -> None:
     assert 'deploy.md:6:9: error: case "deploys to staging": unknown grade "tool_caled" ' \
            '(did you mean "tool_called"?)' in out
     assert 'hook_blocked names unknown hook "prod_gard" (did you mean "prod_guard"?)' in out
+
+
+def test_turns_continue_one_conversation(tmp_path: Path) -> None:
+    root = project(tmp_path, {})
+    write_evals(root, """\
+        ---
+        cases:
+          - name: two turns
+            turns: ["Deploy to staging", "Now say what you did"]
+            grade:
+              - tool_called: deploy
+              - response_contains: staging was deployed
+        ---
+        """)
+    replies = [Reply(tools=[ToolUse("deploy", {"target": "staging"})]), Reply(text="Done."),
+               Reply(text="staging was deployed")]
+    for provider in ("openai", "anthropic"):
+        with FakeModelServer(provider, list(replies)) as server:
+            code, out = invoke(root, "--provider", provider, "--base-url", server.base_url)
+            assert code == 0, out
+            last = server.requests[-1].body["messages"]
+        users = [m for m in last if m["role"] == "user" and isinstance(m["content"], str)]
+        assert [m["content"] for m in users] == ["Deploy to staging", "Now say what you did"]
+        assert any("deployed staging" in json.dumps(m) for m in last)  # the tool result
