@@ -10,6 +10,7 @@ every case still gets its own config, workspace, session and cache.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -32,6 +33,7 @@ from harness.testing.spec import Case, Setup, TestFile, _merge, check_against, p
 
 # Never copied into a case's workspace: harness's own folder, VCS data, environments
 # and caches (large, and nothing a tool test should depend on).
+SHM = "/dev/shm"
 SKIP_DIRS = frozenset({".harness", ".git", ".hg", ".svn", ".venv", "venv", "node_modules",
                        "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"})
 
@@ -123,6 +125,10 @@ class Runner:
         self.project: Project = self.base.project
         self._config_data = _harness_md(self.root)
         self._runtimes: dict[tuple[Any, ...], ScriptRuntime] = {}
+        # Copies of finished cases are deleted in the background: removing a tree costs
+        # as much as copying it, and nothing waits for it until close().
+        self.scratch: str | None = None  # where case copies go; see choose_scratch()
+        self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-test-rm")
 
     # -- collecting ----------------------------------------------------------------
 
@@ -169,8 +175,25 @@ class Runner:
 
     # -- running -------------------------------------------------------------------
 
+    def choose_scratch(self, jobs: int) -> str | None:
+        """Put case copies in memory (``/dev/shm``) when it has room for ``jobs`` copies
+        with a wide margin: on a busy disk, creating and deleting a tree of files costs
+        several times more than the cases themselves. ``TMPDIR``, when set, wins."""
+        if os.environ.get("TMPDIR") or not os.path.isdir(SHM):
+            return None
+        try:
+            free = shutil.disk_usage(SHM).free
+            if not os.access(SHM, os.W_OK):
+                return None
+        except OSError:
+            return None
+        size = _tree_size(self.root)
+        return SHM if size * (jobs + 2) * 4 < free else None
+
     def run(self, files: Iterable[TestFile], jobs: int = 1) -> RunResult:
         files = tuple(files)
+        if self.scratch is None:
+            self.scratch = self.choose_scratch(jobs)
         cases = [c for tf in files for c in tf.cases]
         start = time.perf_counter()
         if jobs > 1 and len(cases) > 1:
@@ -183,7 +206,7 @@ class Runner:
 
     def run_case(self, case: Case) -> CaseResult:
         start = time.perf_counter()
-        tmp = Path(tempfile.mkdtemp(prefix="harness-test-"))
+        tmp = Path(tempfile.mkdtemp(prefix="harness-test-", dir=self.scratch))
         try:
             try:
                 h = self.harness_for(case.setup, tmp / "root")
@@ -197,7 +220,7 @@ class Runner:
                 else:
                     failures, decisions, tools = self._call_case(h, case)
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            self._discard(tmp)
         return CaseResult(case=case, passed=not failures, failures=tuple(failures),
                           duration_ms=(time.perf_counter() - start) * 1000.0,
                           tools=tuple(tools), decisions=tuple(decisions))
@@ -286,7 +309,14 @@ class Runner:
         failures = check.hook(case, decision, out.reason, dict(out.payload))
         return failures, [(hook.name, decision)], []
 
+    def _discard(self, tmp: Path) -> None:
+        try:
+            self._cleaner.submit(shutil.rmtree, tmp, ignore_errors=True)
+        except RuntimeError:  # closed: delete now
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def close(self) -> None:
+        self._cleaner.shutdown(wait=True)
         for rt in self._runtimes.values():
             rt.close()
         self._runtimes.clear()
@@ -297,6 +327,19 @@ class Runner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _tree_size(root: Path) -> int:
+    """Bytes a copy of ``root`` takes (what copytree with :func:`_ignore` copies)."""
+    total = 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size + 4096
+            except OSError:
+                pass
+    return total
 
 
 def _ignore(folder: str, names: list[str]) -> set[str]:

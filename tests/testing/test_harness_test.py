@@ -411,3 +411,26 @@ def test_env_and_config_reach_commands_in_worker_processes(tmp_path: Path,
         """}
     code, out = run(project(tmp_path, tests, tools=tools, hooks={}), "--jobs", "2")
     assert code == 0, out
+
+
+def test_case_copies_are_removed_and_go_to_memory_when_there_is_room(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.testing import runner as runner_mod
+
+    (tmp_path / "p").mkdir()
+    root = project(tmp_path / "p", {"pass": PASSING})
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(runner_mod.tempfile, "tempdir", None)  # re-read TMPDIR
+    with runner_mod.Runner(root) as r:
+        assert r.choose_scratch(4) is None  # TMPDIR set by the user wins
+        files, _ = r.collect()
+        assert r.run(files, jobs=2).ok
+    assert list(scratch.iterdir()) == []  # every copy deleted by close()
+    monkeypatch.delenv("TMPDIR")
+    with runner_mod.Runner(root) as r:
+        assert r.choose_scratch(2) == "/dev/shm"
+        monkeypatch.setattr(runner_mod.shutil, "disk_usage",
+                            lambda _p: type("U", (), {"free": 1000})())
+        assert r.choose_scratch(2) is None  # not enough room: the default temp folder
