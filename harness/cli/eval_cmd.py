@@ -44,7 +44,8 @@ def command(paths: tuple[Path, ...], root: Path | None, model: str | None,
             provider: str | None, base_url: str | None, case_name: str | None, dry_run: bool,
             max_tokens: int | None, fmt: str, output: Path | None) -> None:
     """Run model-driven eval cases (default: every .harness/evals/*.md)."""
-    from harness.testing.evals import Budget, EvalCase, eval_files, parse_eval, run_eval
+    from harness.testing.evals import Budget, run_eval
+    from harness.testing.evalspec import EvalCase, eval_files, parse_eval
     from harness.testing.report import Outcome, render, summary
 
     start = time.perf_counter()

@@ -29,7 +29,16 @@ from harness.hooks import HookChain
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.testing import expect as check
 from harness.testing.report import Outcome as Reported
-from harness.testing.spec import Case, Setup, TestFile, _merge, check_against, parse, test_files
+from harness.testing.spec import (
+    Case,
+    Setup,
+    TestFile,
+    _merge,
+    check_against,
+    check_config,
+    parse,
+    test_files,
+)
 
 # Never copied into a case's workspace: harness's own folder, VCS data, environments
 # and caches (large, and nothing a tool test should depend on).
@@ -143,6 +152,7 @@ class Runner:
             tf = parse(path.read_bytes(), rel)
             problems.extend(p for p in tf.problems if p.severity == "error")
             problems.extend(check_against(tf, self.project))
+            problems.extend(p for p in check_config(tf, self.root) if p.severity == "error")
             if pattern:
                 needle = pattern.lower()
                 tf = replace(tf, cases=tuple(c for c in tf.cases if needle in c.id.lower()))

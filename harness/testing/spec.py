@@ -8,6 +8,7 @@ every other artifact. The frontmatter holds the cases; the body says what they c
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -39,6 +40,7 @@ class Setup:
     env: Mapping[str, str] = field(default_factory=dict)
     now: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
+    config_line: int = 0  # line of the innermost `config:` (for its problems)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,7 +171,8 @@ class _Parser:
                 now = raw
         config = _merge(base.config, self.mapping((*where, "config"), data.get("config"),
                                                   "config"))
-        return Setup(files=files, env=env, now=now, config=config)
+        config_line = self.at((*where, "config")) if "config" in data else base.config_line
+        return Setup(files=files, env=env, now=now, config=config, config_line=config_line)
 
     def file(self, data: Mapping[str, Any]) -> list[Case]:
         self.unknown((), data, FILE_KEYS, "a test file")
@@ -381,40 +384,44 @@ def check_against(tf: TestFile, project: Project, lines: Mapping[str, int] | Non
 
 def check_config(tf: TestFile, root: Path) -> list[Problem]:
     """``config:`` overrides and ``now:`` checked as harness.md keys are."""
-    from harness.config import parse_config
+    from harness.config import KNOWN_KEYS, parse_config
 
     out: list[Problem] = []
-    seen: set[int] = set()
+    seen: set[str] = set()
     for case in tf.cases:
         overrides = dict(case.setup.config)
-        if not overrides or id(case.setup.config) in seen:
-            continue
-        seen.add(id(case.setup.config))
-        unknown = [k for k in overrides if k not in ("limits", "tools_policy", "runtime",
-                                                     "network", "exec", "fs", "meta", "audit",
-                                                     "model", "clock")]
-        from harness.config import KNOWN_KEYS
+        key = json.dumps(overrides, sort_keys=True, default=str)
+        if not overrides or key in seen:
+            continue  # a file-level config: is reported once, with its first case
+        seen.add(key)
 
-        for key in unknown:
-            if key in KNOWN_KEYS:
+        for key in overrides:
+            if key in KNOWN_KEYS and key not in ("tools", "hooks"):
                 continue
-            out.append(Problem(path=tf.path, line=case.line, column=1, severity="warning",
-                               code="test-unknown-key",
-                               message=f'case "{case.name}": unknown config key "{key}"'
-                               f"{_did_you_mean(key, KNOWN_KEYS)}"))
+            out.append(Problem(path=tf.path, line=case.setup.config_line or case.line,
+                               column=1, severity="warning", code="test-unknown-key",
+                               message=f'case "{case.name}": config key "{key}" cannot be '
+                               f"overridden{_did_you_mean(key, KNOWN_KEYS)}; config: takes "
+                               "harness.md settings such as limits, exec, network, clock"))
         _cfg, problems = parse_config(overrides, root)
         for p in problems:
-            out.append(Problem(path=tf.path, line=case.line, column=1, severity=p.severity,
-                               code=p.code, message=f'case "{case.name}": {p.message}'))
+            out.append(Problem(path=tf.path, line=case.setup.config_line or case.line,
+                               column=1, severity=p.severity, code=p.code,
+                               message=f'case "{case.name}": {p.message}'))
     return out
 
 
 def check_tests(root: Path, project: Project) -> list[Problem]:
-    """Every problem of every test file under ``root`` (for ``harness validate``)."""
+    """Every problem of every test file under ``root`` and of every eval file (for
+    ``harness validate``)."""
+    from harness.testing.evalspec import eval_files, parse_eval
+
     out: list[Problem] = []
     for rel, path in test_files(root):
         tf = parse(path.read_bytes(), rel)
         out.extend(tf.problems)
         out.extend(check_against(tf, project))
         out.extend(check_config(tf, root))
+    for rel, path in eval_files(root):
+        out.extend(parse_eval(path.read_bytes(), rel, project)[1])
     return out

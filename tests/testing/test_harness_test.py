@@ -434,3 +434,63 @@ def test_case_copies_are_removed_and_go_to_memory_when_there_is_room(
         monkeypatch.setattr(runner_mod.shutil, "disk_usage",
                             lambda _p: type("U", (), {"free": 1000})())
         assert r.choose_scratch(2) is None  # not enough room: the default temp folder
+
+
+def test_adversarial_test_files_get_clear_errors(tmp_path: Path) -> None:
+    tests = {
+        "yaml": """\
+            ---
+            cases:
+              - name: a
+                call: echo
+                args: {text: [unclosed
+            ---
+            """,
+        "setup": """\
+            ---
+            now: next tuesday
+            files:
+              ../escape.txt: x
+              .harness/tools/evil.md: x
+              ok.txt: 5
+            config: {limits: {max_output_bytes: -1}, tols: {}}
+            cases:
+              - call: echo
+                args: {text: hi}
+                expect: {ok: maybe, files: {a.txt: {size: 3}}}
+              - 42
+              - steps: []
+            ---
+            """,
+        "empty": "---\n---\nNo cases.\n",
+    }
+    evals = tmp_path / ".harness" / "evals"
+    evals.mkdir(parents=True)
+    (evals / "e.md").write_text("---\ncases:\n  - turns: [hi]\n    grade: [{tool_calld: echo}]\n"
+                                "---\n")
+    root = project(tmp_path, tests)
+    result = CliRunner().invoke(cli, ["validate", "--root", str(root)])
+    out = result.output
+    assert result.exit_code == 1
+    y, s = ".harness/tests/yaml.md", ".harness/tests/setup.md"
+    assert f"{y}:6:1: error: parse test yaml.md: yaml: line 6:" in out
+    assert f'{s}:2:1: error: now must be an RFC 3339 time such as "2026-01-05T09:00:00Z", ' \
+           "got 'next tuesday'" in out
+    assert f'{s}:4:3: error: files: "../escape.txt" must be a relative path inside the ' \
+           "workspace" in out
+    assert f'{s}:5:3: error: files: ".harness/tools/evil.md" must be a relative path' in out
+    assert f'{s}:6:3: error: files: the content of "ok.txt" must be a string, got ' in out
+    assert f'{s}:7:1: error: case "call echo #1": config limits.max_output_bytes must be > 0, ' \
+           "got -1" in out
+    assert f'{s}:7:1: warning: case "call echo #1": config key "tols" cannot be overridden ' \
+           '(did you mean "tools"?)' in out
+    assert f"{s}:11:14: error: expect.ok must be true or false" in out
+    assert 'expect.files: "a.txt" must be the exact content (a string), {absent: true} or ' \
+           "{contains: TEXT}" in out
+    assert f"{s}:12:5: error: case 2 must be a mapping, got " in out
+    assert f"{s}:13:5: error: steps must be a non-empty list of calls" in out
+    assert ".harness/tests/empty.md:1:1: error: a test file needs `cases:`" in out
+    assert '.harness/evals/e.md:4:13: error: case "eval 1": unknown grade "tool_calld" (did ' \
+           'you mean "tool_called"?)' in out
+    code, out = run(root)
+    assert code == 2
