@@ -36,7 +36,7 @@ def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt
             output: Path | None, jobs: int | None, coverage: bool) -> None:
     """Run the cases of test files (default: every .harness/tests/*.md)."""
     from harness.testing.coverage import measure
-    from harness.testing.report import render, summary
+    from harness.testing.report import as_json, render, summary
     from harness.testing.runner import Runner, outcome
 
     with Runner(resolve_root(root)) as runner:
@@ -49,15 +49,23 @@ def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt
         workers = jobs or min(8, len(os.sched_getaffinity(0)) if hasattr(
             os, "sched_getaffinity") else (os.cpu_count() or 1))
         result = runner.run(files, jobs=workers)
-        extra: list[str] = []
-        if coverage:
-            cov = measure(runner.project, result.results)
-            extra = ["Coverage:"] + ["  " + line for line in cov.lines()] if not cov.complete \
-                else ["Coverage: every tool and hook has a case; every block and modify was "
-                      "produced"]
+        cov = measure(runner.project, result.results) if coverage else None
     rows = [outcome(r) for r in result.results]
     seconds = result.duration_ms / 1000.0
-    report = render(fmt, rows, seconds, extra)
+    if cov is None:
+        report = render(fmt, rows, seconds)
+    elif fmt == "json":
+        report = as_json(rows, seconds, {"coverage": {
+            "untested_tools": list(cov.untested_tools),
+            "untested_hooks": list(cov.untested_hooks),
+            "unproduced": [{"hook": h, "decision": d} for h, d in cov.unproduced]}})
+    elif fmt == "github":
+        report = render(fmt, rows, seconds, cov.lines())
+    elif cov.complete:
+        report = render(fmt, rows, seconds, ["Coverage: every tool and hook has a case; every "
+                                             "block and modify was produced"])
+    else:
+        report = render(fmt, rows, seconds, ["Coverage:", *("  " + x for x in cov.lines())])
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(report + "\n", encoding="utf-8")

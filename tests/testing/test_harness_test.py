@@ -325,6 +325,12 @@ def test_coverage_names_untested_tools_hooks_and_block_paths(tmp_path: Path) -> 
     assert 'hook "prod_guard" has no case' not in out  # it ran (and allowed) in a call
     assert 'hook "prod_guard" never produced "block" in any case (an untested guard)' in out
     assert 'hook "shout" never produced "modify"' in out
+    code, out = run(project(tmp_path, tests, hooks=hooks), "--coverage", "--format", "json")
+    cov = json.loads(out)["coverage"]
+    assert "echo" in cov["untested_tools"] and cov["untested_hooks"] == ["on_custom"]
+    assert {"hook": "prod_guard", "decision": "block"} in cov["unproduced"]
+    code, out = run(project(tmp_path, tests, hooks=hooks), "--coverage", "--format", "github")
+    assert '::warning::hook "prod_guard" never produced "block" in any case' in out
 
 
 def test_load_errors_and_bad_test_files_exit_2(tmp_path: Path) -> None:
