@@ -130,8 +130,11 @@ def call(step: Step, result: ToolResult, workspace: Path, path: str) -> list[Fai
         fail(f"expected truncated: {str(want['truncated']).lower()}", want["truncated"],
              result.truncated)
     for rel, expected in (want.get("files") or {}).items():
-        target = workspace / rel
+        target = (workspace / rel).resolve()
+        base = workspace.resolve()
         try:
+            if target != base and base not in target.parents:
+                raise OSError("it leads outside the workspace copy")
             content: Any = target.read_text(encoding="utf-8")
         except FileNotFoundError:
             content = _ABSENT

@@ -220,20 +220,27 @@ class Runner:
         try:
             try:
                 h = self.harness_for(case.setup, tmp / "root")
+                with h:
+                    if case.kind == "hook":
+                        failures, decisions, tools = self._hook_case(h, case)
+                    else:
+                        failures, decisions, tools = self._call_case(h, case)
             except check.CaseError as exc:
-                return CaseResult(case=case, passed=False, failures=(check.Failure(
-                    path=case.path, line=case.line, message=str(exc)),),
-                    duration_ms=(time.perf_counter() - start) * 1000.0)
-            with h:
-                if case.kind == "hook":
-                    failures, decisions, tools = self._hook_case(h, case)
-                else:
-                    failures, decisions, tools = self._call_case(h, case)
+                return self._broken(case, str(exc), start)
+            except Exception as exc:  # noqa: BLE001 - one broken case never stops the run
+                return self._broken(case, f"the case could not run: {type(exc).__name__}: "
+                                    f"{exc}", start)
         finally:
             self._discard(tmp)
         return CaseResult(case=case, passed=not failures, failures=tuple(failures),
                           duration_ms=(time.perf_counter() - start) * 1000.0,
                           tools=tuple(tools), decisions=tuple(decisions))
+
+    @staticmethod
+    def _broken(case: Case, message: str, start: float) -> CaseResult:
+        return CaseResult(case=case, passed=False, failures=(check.Failure(
+            path=case.path, line=case.line, message=message),),
+            duration_ms=(time.perf_counter() - start) * 1000.0)
 
     def harness_for(self, setup: Setup, copy: Path) -> harness.Harness:
         """A Harness over a fresh copy of the workspace at ``copy``, set up as ``setup``
@@ -249,8 +256,9 @@ class Runner:
         config = replace(config, env_values=tuple(sorted(setup.env.items())))
         ws = config.workspace
         for rel, text in setup.files.items():
-            target = ws / rel
+            target = inside(ws, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
+            inside(ws, rel)  # a directory made above cannot lead out either
             target.write_text(text, encoding="utf-8")
         project = replace(self.project, root=copy.resolve(), config=config)
         return harness.Harness(project, runtime=self._runtime(config))
@@ -337,6 +345,17 @@ class Runner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def inside(workspace: Path, rel: str) -> Path:
+    """``workspace / rel``, refusing a path that a symlink in the copy leads out of it
+    (an absolute link would otherwise write into the real workspace)."""
+    base = workspace.resolve()
+    target = (base / rel).resolve()
+    if target != base and base not in target.parents:
+        raise check.CaseError(f'files: "{rel}" leads outside the workspace copy (through a '
+                              "symlink); fixture files are written inside it only")
+    return base / rel
 
 
 def _tree_size(root: Path) -> int:

@@ -500,3 +500,35 @@ def test_adversarial_test_files_get_clear_errors(tmp_path: Path) -> None:
            'you mean "tool_called"?)' in out
     code, out = run(root)
     assert code == 2
+
+
+def test_fixture_files_never_escape_through_a_symlink(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "p").mkdir()
+    tests = {"link": """\
+        ---
+        cases:
+          - name: writes through a link
+            files: {link/evil.txt: pwned}
+            call: echo
+            args: {text: hi}
+          - name: reads through a link
+            call: echo
+            args: {text: hi}
+            expect: {files: {link/secret.txt: s}}
+          - name: still runs
+            call: echo
+            args: {text: hi}
+        ---
+        """}
+    root = project(tmp_path / "p", tests)
+    (outside / "secret.txt").write_text("s")
+    (root / "link").symlink_to(outside)  # an absolute link, kept as a link in the copy
+    code, out = run(root)
+    assert code == 1
+    assert not (outside / "evil.txt").exists()
+    assert 'files: "link/evil.txt" leads outside the workspace copy (through a symlink)' in out
+    assert 'file "link/secret.txt" has other content' in out \
+        and "<unreadable: it leads outside the workspace copy>" in out
+    assert "PASS .harness/tests/link.md:11 still runs" in out
