@@ -1,10 +1,11 @@
 """pytest plugin: the cases of ``.harness/tests/*.md`` as pytest items.
 
-Opt in with ``pytest -p harness.testing.pytest_plugin`` or in the ini file::
+Installing harness registers the plugin (entry point ``pytest11``); it stays inert
+until a project opts in, with ``pytest -p harness.testing.pytest_plugin`` or in the ini
+file::
 
     [pytest]                     # or [tool.pytest.ini_options] in pyproject.toml
-    addopts = -p harness.testing.pytest_plugin
-    harness_tests = true         # collect even when the files are not under testpaths
+    harness_tests = true         # collect .harness/tests/*.md with the rest of the suite
 
 Each test file becomes a collector, each case an item that runs through the same
 runner as ``harness test``; a failure shows the same file:line, expected/got and diff.
@@ -14,13 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.testing.runner import Runner
-from harness.testing.spec import Case
+if TYPE_CHECKING:  # imported on first use: the plugin is loaded by every pytest run
+    from harness.testing.runner import Runner
+    from harness.testing.spec import Case
 
+NAME = "harness.testing.pytest_plugin"
 _runners: dict[Path, Runner] = {}
 
 
@@ -34,8 +37,15 @@ def _is_test_file(path: Path) -> bool:
         path.parent.parent.name == ".harness"
 
 
+def _active(config: pytest.Config) -> bool:
+    """Installed harness registers this plugin everywhere; it works only where a project
+    opted in: ``harness_tests = true`` in the ini file, or ``-p`` on the command line."""
+    return bool(config.getini("harness_tests")) or NAME in (
+        getattr(config.option, "plugins", None) or [])
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if _is_test_file(file_path):
+    if _is_test_file(file_path) and _active(parent.config):
         return HarnessTestFile.from_parent(parent, path=file_path)
     return None
 
@@ -53,6 +63,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def _runner(root: Path) -> Runner:
+    from harness.testing.runner import Runner
+
     runner = _runners.get(root)
     if runner is None:
         runner = _runners[root] = Runner(root)

@@ -28,7 +28,6 @@ def test_plugin_through_ini_option(tmp_path: Path) -> None:
     root = project(tmp_path, {"pass": PASSING})
     (root / "pytest.ini").write_text(textwrap.dedent("""\
         [pytest]
-        addopts = -p harness.testing.pytest_plugin
         harness_tests = true
         """))
     (root / "test_unit.py").write_text("def test_unit():\n    assert True\n")
@@ -41,3 +40,13 @@ def test_without_opt_in_nothing_is_collected(tmp_path: Path) -> None:
     root = project(tmp_path, {"pass": PASSING})
     out = pytest_run(root, ".harness/tests")
     assert "no tests ran" in out.stdout
+    out = pytest_run(root, "-p", "no:harness.testing.pytest_plugin", "-p", "no:randomly")
+    assert "no tests ran" in out.stdout
+
+
+def test_the_plugin_is_registered_by_the_installation(tmp_path: Path) -> None:
+    root = project(tmp_path, {"pass": PASSING})
+    (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\nharness_tests = true\n')
+    out = pytest_run(root, "-k", "guard")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 passed" in out.stdout
