@@ -50,7 +50,7 @@ def command(paths: tuple[Path, ...], root: Path | None, model: str | None,
 
     start = time.perf_counter()
     with _runner(resolve_root(root)) as runner:
-        files = [(runner._rel(p), p) for p in paths] if paths else eval_files(runner.root)
+        files = [(runner.rel(p), p) for p in paths] if paths else eval_files(runner.root)
         cases: list[EvalCase] = []
         problems = []
         for rel, path in files:
@@ -66,6 +66,12 @@ def command(paths: tuple[Path, ...], root: Path | None, model: str | None,
             raise click.exceptions.Exit(2)
         if case_name:
             cases = [c for c in cases if case_name.lower() in c.name.lower()]
+        if not dry_run and cases:
+            from harness.agent.loop import resolve_settings
+
+            # No model, no key, a bad URL: a usage error (exit 2) before any case runs.
+            resolve_settings(runner.project.config.model, model=model, provider=provider,
+                             base_url=base_url)
         budget = Budget(limit=max_tokens or 0)
         rows: list[Outcome] = []
         for case in cases:

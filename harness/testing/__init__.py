@@ -5,7 +5,8 @@
 - :mod:`harness.testing.expect`: the ``expect:`` keys and failure messages;
 - :mod:`harness.testing.report`: text, json, github and junit output;
 - :mod:`harness.testing.coverage`: tools, hooks and hook decisions no case reached;
-- :mod:`harness.testing.evals`: model-driven evals (``.harness/evals/*.md``);
+- :mod:`harness.testing.evalspec`, :mod:`harness.testing.evals`: model-driven evals
+  (``.harness/evals/*.md``): parsing (pure), running and grading;
 - :mod:`harness.testing.pytest_plugin`: the same files as pytest items.
 
 This package imports the pipeline (``harness.load``, ``Harness``, ``Session``); nothing

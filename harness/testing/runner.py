@@ -169,15 +169,16 @@ class Runner:
             if not path.is_absolute() and not path.exists():
                 path = self.root / path
             if path.is_dir():
-                out.extend((self._rel(p), p) for p in sorted(path.glob("*.md")) if p.is_file())
+                out.extend((self.rel(p), p) for p in sorted(path.glob("*.md")) if p.is_file())
             elif path.is_file():
-                out.append((self._rel(path), path))
+                out.append((self.rel(path), path))
             else:
                 problems.append(Problem(path=str(given), line=0, column=0, code="test-missing",
                                         message=f'test path "{given}" does not exist'))
         return out
 
-    def _rel(self, path: Path) -> str:
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the root (as reports show it), else as given."""
         try:
             return path.resolve().relative_to(self.root).as_posix()
         except ValueError:

@@ -134,3 +134,24 @@ def test_turns_continue_one_conversation(tmp_path: Path) -> None:
         users = [m for m in last if m["role"] == "user" and isinstance(m["content"], str)]
         assert [m["content"] for m in users] == ["Deploy to staging", "Now say what you did"]
         assert any("deployed staging" in json.dumps(m) for m in last)  # the tool result
+
+
+def test_no_model_is_a_usage_error(tmp_path: Path) -> None:
+    root = project(tmp_path, {})
+    write_evals(root)
+    r = CliRunner().invoke(cli, ["eval", "--root", str(root)])
+    assert r.exit_code == 2
+    assert "no model name: set model.name in harness.md or pass --model NAME" in r.output
+    r = CliRunner().invoke(cli, ["eval", "--root", str(root), "--model", "gpt-x",
+                                 "--base-url", "https://models.example.com/v1"],
+                           env={"OPENAI_API_KEY": ""})
+    assert r.exit_code == 2 and 'environment variable "OPENAI_API_KEY" is not set' in r.output
+
+
+def test_unreachable_model_fails_the_case_not_the_run(tmp_path: Path) -> None:
+    root = project(tmp_path, {})
+    write_evals(root)
+    code, out = invoke(root, "--base-url", "http://127.0.0.1:9/v1")
+    assert code == 1
+    assert "FAIL .harness/evals/deploy.md:3 deploys to staging" in out
+    assert "the agent run failed:" in out
