@@ -25,6 +25,7 @@ from harness.artifacts.frontmatter import split
 from harness.artifacts.model import Problem, Project
 from harness.config import parse_config
 from harness.core import Session
+from harness.errors import LoadError
 from harness.hooks import HookChain
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.testing import expect as check
@@ -39,6 +40,7 @@ from harness.testing.spec import (
     parse,
     test_files,
 )
+from harness.validation import check_project
 
 # Never copied into a case's workspace: harness's own folder, VCS data, environments
 # and caches (large, and nothing a tool test should depend on).
@@ -130,8 +132,12 @@ class Runner:
         from harness.artifacts.loader import find_root
 
         self.root = find_root(Path.cwd()) if root is None else Path(root).resolve()
-        self.base = harness.load(self.root)  # raises LoadError: exit 2 at the CLI
-        self.project: Project = self.base.project
+        # What harness.load checks, without opening anything at the real root (a
+        # Harness would open its audit log there). LoadError: exit 2 at the CLI.
+        project = check_project(self.root)
+        if not project.ok:
+            raise LoadError([p for p in project.problems if p.severity == "error"])
+        self.project: Project = project
         self._config_data = _harness_md(self.root)
         self._runtimes: dict[tuple[Any, ...], ScriptRuntime] = {}
         # Copies of finished cases are deleted in the background: removing a tree costs
@@ -339,7 +345,6 @@ class Runner:
         for rt in self._runtimes.values():
             rt.close()
         self._runtimes.clear()
-        self.base.close()
 
     def __enter__(self) -> Runner:
         return self

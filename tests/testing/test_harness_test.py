@@ -532,3 +532,13 @@ def test_fixture_files_never_escape_through_a_symlink(tmp_path: Path) -> None:
     assert 'file "link/secret.txt" has other content' in out \
         and "<unreadable: it leads outside the workspace copy>" in out
     assert "PASS .harness/tests/link.md:11 still runs" in out
+
+
+def test_the_real_root_gets_no_audit_or_state(tmp_path: Path) -> None:
+    root = project(tmp_path, {"pass": PASSING})
+    (root / "harness.md").write_text("---\nruntime: {isolation: inprocess}\n"
+                                     "audit: {path: .harness/state/audit.jsonl}\n---\n")
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    code, out = run(root, "-k", "files written")
+    assert code == 0, out
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
