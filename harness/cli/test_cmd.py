@@ -1,7 +1,8 @@
 """``harness test``: run the test files of ``.harness/tests/`` (docs/testing.md).
 
 Exit 0 when every case passed, 1 when any failed, 2 for usage or load errors (a broken
-artifact, a test file with errors, a path that does not exist).
+artifact, a test file with errors, a path that does not exist, no case to run: a
+``-k`` that matches nothing must not pass silently).
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt
             click.echo("test files have errors; fix them (harness validate shows them too)",
                        err=True)
             raise click.exceptions.Exit(2)
+        if not any(tf.cases for tf in files):
+            where = f'match -k "{pattern}"' if pattern else "were found"
+            click.echo(f"no test cases {where} (test files: .harness/tests/*.md; see "
+                       "docs/testing.md)", err=True)
+            raise click.exceptions.Exit(2)
         workers = jobs or min(8, len(os.sched_getaffinity(0)) if hasattr(
             os, "sched_getaffinity") else (os.cpu_count() or 1))
         result = runner.run(files, jobs=workers)
@@ -72,8 +78,5 @@ def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt
         click.echo(summary(rows, seconds))
     else:
         click.echo(report)
-    if not rows:
-        click.echo("no test cases found (write .harness/tests/NAME.md; see docs/testing.md)",
-                   err=True)
     if not result.ok:
         raise click.exceptions.Exit(1)

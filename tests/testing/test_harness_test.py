@@ -272,6 +272,8 @@ def test_k_selects_cases_and_output_file(tmp_path: Path) -> None:
     assert doc["ok"] is True
     code, _ = run(root, str(root / ".harness/tests/fail.md"), "-k", "ok fails")
     assert code == 1
+    code, out = run(root, "-k", "no such case")
+    assert code == 2 and 'no test cases match -k "no such case"' in out
 
 
 def test_junit_is_valid_xml(tmp_path: Path) -> None:
