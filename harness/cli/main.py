@@ -6,17 +6,7 @@ import sys
 
 import click
 
-from harness.cli import (
-    call,
-    eval_cmd,
-    init,
-    list_cmd,
-    run,
-    schema_cmd,
-    serve,
-    test_cmd,
-    validate,
-)
+from harness.cli import call, init, list_cmd, run, schema_cmd, serve, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,8 +22,17 @@ cli.add_command(call.command, "call")
 cli.add_command(serve.command, "serve")
 cli.add_command(init.command, "init")
 cli.add_command(run.command, "run")
-cli.add_command(test_cmd.command, "test")
-cli.add_command(eval_cmd.command, "eval")
+
+
+def _add_testing_commands() -> None:
+    """``harness test`` and ``harness eval`` (docs/testing.md)."""
+    from harness.cli import eval_cmd, test_cmd
+
+    cli.add_command(test_cmd.command, "test")
+    cli.add_command(eval_cmd.command, "eval")
+
+
+_add_testing_commands()
 
 
 def main() -> None:
