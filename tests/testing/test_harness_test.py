@@ -544,3 +544,22 @@ def test_the_real_root_gets_no_audit_or_state(tmp_path: Path) -> None:
     code, out = run(root, "-k", "files written")
     assert code == 0, out
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+def test_fixture_files_go_into_the_configured_workspace(tmp_path: Path) -> None:
+    root = project(tmp_path, {"ws": """\
+        ---
+        files: {data.txt: inside}
+        cases:
+          - name: reads from the workspace folder
+            call: save
+            args: {path: out.txt, content: x}
+            expect: {files: {data.txt: inside, out.txt: x}}
+        ---
+        """})
+    (root / "work").mkdir()
+    (root / "harness.md").write_text("---\nruntime: {isolation: inprocess}\nworkspace: work\n"
+                                     "---\n")
+    code, out = run(root)
+    assert code == 0, out
+    assert not (root / "work" / "out.txt").exists()
