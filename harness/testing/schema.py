@@ -56,7 +56,7 @@ def _obj(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any
     return out
 
 
-def tests_schema() -> dict[str, Any]:
+def schema_of_tests() -> dict[str, Any]:
     call_expect = _obj(_CALL_EXPECT)
     step = _obj({"name": {"type": "string"}, "call": {"type": "string"},
                  "args": {"type": "object"}, "expect": call_expect}, ("call",))
@@ -73,7 +73,7 @@ def tests_schema() -> dict[str, Any]:
             **schema}
 
 
-def evals_schema() -> dict[str, Any]:
+def schema_of_evals() -> dict[str, Any]:
     grade_values: dict[str, Any] = {g: {"type": "string"} for g in GRADES}
     grade_values.update({"no_errors": {"type": "boolean"},
                          "completed_within": {"type": "integer", "minimum": 1},
@@ -95,7 +95,7 @@ def write_schemas(folder: str | None = None) -> list[str]:
     """Write ``test.schema.json`` and ``eval.schema.json`` next to the artifact schemas."""
     base = Path(folder) if folder else Path(__file__).resolve().parent.parent / "schemas"
     out = []
-    for name, schema in (("test", tests_schema()), ("eval", evals_schema())):
+    for name, schema in (("test", schema_of_tests()), ("eval", schema_of_evals())):
         path = base / f"{name}.schema.json"
         path.write_text(json.dumps(schema, indent=2) + "\n", encoding="utf-8")
         out.append(str(path))
