@@ -194,13 +194,17 @@ class Runner:
 
     def choose_scratch(self, jobs: int) -> str | None:
         """Put case copies in memory (``/dev/shm``) when it has room for ``jobs`` copies
-        with a wide margin: on a busy disk, creating and deleting a tree of files costs
-        several times more than the cases themselves. ``TMPDIR``, when set, wins."""
+        with a wide margin and allows running programs: on a busy disk, creating and
+        deleting a tree of files costs several times more than the cases themselves.
+        ``TMPDIR``, when set, wins."""
         if os.environ.get("TMPDIR") or not os.path.isdir(SHM):
             return None
         try:
             free = shutil.disk_usage(SHM).free
             if not os.access(SHM, os.W_OK):
+                return None
+            # Often mounted noexec (containers): workspace scripts could not run there.
+            if os.statvfs(SHM).f_flag & getattr(os, "ST_NOEXEC", 0):
                 return None
         except OSError:
             return None

@@ -442,6 +442,20 @@ def test_case_copies_are_removed_and_go_to_memory_when_there_is_room(
         monkeypatch.setattr(runner_mod.shutil, "disk_usage",
                             lambda _p: type("U", (), {"free": 1000})())
         assert r.choose_scratch(2) is None  # not enough room: the default temp folder
+        monkeypatch.undo()
+        monkeypatch.delenv("TMPDIR", raising=False)
+        real = runner_mod.os.statvfs
+
+        class NoExec:
+            def __init__(self, path: str) -> None:
+                self.real = real(path)
+                self.f_flag = self.real.f_flag | runner_mod.os.ST_NOEXEC
+
+            def __getattr__(self, name: str) -> object:
+                return getattr(self.real, name)
+
+        monkeypatch.setattr(runner_mod.os, "statvfs", NoExec)
+        assert r.choose_scratch(2) is None  # noexec: programs in the copy could not run
 
 
 def test_adversarial_test_files_get_clear_errors(tmp_path: Path) -> None:
