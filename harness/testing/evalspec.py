@@ -57,7 +57,7 @@ def parse_eval(text: str | bytes, path: str, project: Project | None = None
         p.add(("cases",) if "cases" in data else (), "eval-invalid",
               "an eval file needs `cases:`, a list of cases with turns: and grade:")
         return cases, p.problems
-    tools = set(project.tools) | {"read_output", "tool_search"} if project else set()
+    tools = set(project.tools) | {"read_output"} if project else set()
     hooks = {h.name for h in project.hooks} if project else set()
     for i, item in enumerate(raw):
         where: tuple[Any, ...] = ("cases", i)

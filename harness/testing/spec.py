@@ -352,7 +352,7 @@ def _did_you_mean(name: str, names: Iterable[str]) -> str:
 def check_against(tf: TestFile, project: Project, lines: Mapping[str, int] | None = None
                   ) -> list[Problem]:
     """Problems of cases that name unknown tools or hooks, or a hook's wrong event."""
-    tools = set(project.tools) | {"read_output", "tool_search"}
+    tools = set(project.tools) | {"read_output"}
     hooks = {h.name: h for h in project.hooks}
     out: list[Problem] = []
 
