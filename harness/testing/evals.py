@@ -60,8 +60,14 @@ def run_eval(runner: Runner, case: EvalCase, budget: Budget, **agent: Any) -> Ou
     results: list[Any] = []
     rounds = 0
     history: Any = None  # each turn continues the conversation of the one before
+    used, decisions = 0, []
     try:
-        h = runner.harness_for(case.setup, tmp / "root")
+        try:
+            h = runner.harness_for(case.setup, tmp / "root")
+        except Exception as exc:  # noqa: BLE001 - one broken case never stops the run
+            return Outcome(path=case.path, line=case.line, name=case.name, passed=False,
+                           failures=((case.line, f"the case could not run: {exc}", ""),),
+                           duration_ms=(time.perf_counter() - start) * 1000)
         with h:
             session = Recording(h)
             with session:

@@ -115,6 +115,14 @@ def parse_eval(text: str | bytes, path: str, project: Project | None = None
                       f'"{value}"{hint}')
                 continue
             grades.append((kind, value, line))
+        setup = p.setup(where, item, base)
+        if project is not None and setup.config:
+            from harness.config import parse_config
+
+            for problem in parse_config(setup.config, project.root)[1]:
+                if problem.severity == "error":
+                    p.add((*where, "config") if "config" in item else ("config",),
+                          problem.code, f'case "{name}": {problem.message}')
         cases.append(EvalCase(name=name, path=path, line=p.at(where), turns=tuple(turns),
-                              grades=tuple(grades), setup=p.setup(where, item, base)))
+                              grades=tuple(grades), setup=setup))
     return cases, p.problems

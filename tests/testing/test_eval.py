@@ -8,6 +8,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from test_harness_test import project
 
@@ -155,3 +156,37 @@ def test_unreachable_model_fails_the_case_not_the_run(tmp_path: Path) -> None:
     assert code == 1
     assert "FAIL .harness/evals/deploy.md:3 deploys to staging" in out
     assert "the agent run failed:" in out
+
+
+def test_a_bad_config_is_a_usage_error(tmp_path: Path) -> None:
+    root = project(tmp_path, {})
+    write_evals(root, EVALS.replace(
+        "      - name: refuses prod\n",
+        "      - name: refuses prod\n        config: {clock: {fixed: x}}\n"))
+    code, out = invoke(root, "--dry-run")
+    assert code == 2
+    assert 'deploy.md:14:5: error: case "refuses prod": config clock.fixed "x" is not an ' \
+           "RFC 3339 time" in out
+
+
+def test_a_case_that_cannot_run_fails_alone(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.testing.runner import Runner
+
+    real = Runner.harness_for
+
+    def harness_for(self: Runner, setup: object, copy: Path) -> object:
+        if getattr(setup, "now", None):
+            raise OSError("no space left on device")
+        return real(self, setup, copy)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Runner, "harness_for", harness_for)
+    root = project(tmp_path, {})
+    write_evals(root, EVALS.replace(
+        "      - name: refuses prod\n",
+        '      - name: refuses prod\n        now: "2026-01-05T09:00:00Z"\n'))
+    with FakeModelServer("openai", list(REPLIES)) as server:
+        code, out = invoke(root, "--base-url", server.base_url)
+    assert code == 1
+    assert "PASS .harness/evals/deploy.md:3 deploys to staging" in out
+    assert "the case could not run: no space left on device" in out
