@@ -83,6 +83,13 @@ class ModelConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClockConfig:
+    """``clock: {fixed: "2026-01-05T09:00:00Z"}`` freezes ``time.now`` (tests)."""
+
+    fixed: str | None = None  # RFC 3339; None = the real clock
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     root: Path = field(default_factory=Path.cwd)
     workspace: Path = field(default_factory=Path.cwd)
@@ -95,6 +102,10 @@ class Config:
     meta: MetaConfig = field(default_factory=MetaConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    clock: ClockConfig = field(default_factory=ClockConfig)
+    # Variables set for commands (name, value), on top of exec.env: what a test case's
+    # `env:` gives (harness test). Not a harness.md key.
+    env_values: tuple[tuple[str, str], ...] = ()
 
 
 # key -> (section dataclass, {field: allowed python types})
@@ -108,6 +119,7 @@ _SECTIONS: dict[str, type] = {
     "meta": MetaConfig,
     "audit": AuditConfig,
     "model": ModelConfig,
+    "clock": ClockConfig,
 }
 _CHOICES = {
     ("runtime", "isolation"): ("process", "inprocess"),
@@ -292,6 +304,15 @@ def parse_config(
                 else:
                     kept.append(entry)
             section = replace(section, mounts=tuple(kept))
+        if key == "clock" and section.fixed is not None:
+            from datetime import datetime
+
+            try:
+                datetime.fromisoformat(section.fixed.strip())
+            except ValueError:
+                err(key, f'config clock.fixed "{section.fixed}" is not an RFC 3339 time; '
+                    'write it like "2026-01-05T09:00:00Z"', sub="fixed")
+                section = ClockConfig()
         if key == "fs":
             # SPEC §8.2: fs.protected can add paths, never remove the built-in ones.
             extra = tuple(p for p in section.protected if p not in ALWAYS_PROTECTED)

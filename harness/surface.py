@@ -20,7 +20,7 @@ TOOL_MODULES: dict[str, tuple[str, ...]] = {
     "string": ("truncate",),
     "cache": ("get", "set", "delete"),
     "log": ("info", "warn", "error"),
-    "time": ("now",),
+    "time": ("now", "weekday", "parse", "format"),
     "hash": ("sha256",),
     "meta": ("tool_register",),
 }

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -148,6 +148,7 @@ def run_agent(
     session: ToolSession | None = None,
     client: httpx.Client | None = None,
     environ: Mapping[str, str] | None = None,
+    history: Sequence[Mapping[str, Any]] | None = None,
 ) -> AgentResult:
     """Drive the model with the harness's tools until it answers without asking for tools.
 
@@ -167,7 +168,7 @@ def run_agent(
             session = stack.enter_context(harness.session())
         loop = _Loop(harness, session, make_adapter(settings, harness.system_prompt), client,
                      limit, on_text or (lambda _t: None), on_tool)
-        return loop.run(prompt)
+        return loop.run(prompt, history)
     raise AssertionError("unreachable")  # pragma: no cover  (mypy: ExitStack may swallow)
 
 
@@ -180,9 +181,16 @@ class _Loop:
         self.settings = adapter.settings
         self.transcript = Transcript.for_session(harness.config, session)
 
-    def run(self, prompt: str) -> AgentResult:
-        messages = self.adapter.start(prompt)
-        for message in messages:
+    def run(self, prompt: str, history: Sequence[Mapping[str, Any]] | None = None
+            ) -> AgentResult:
+        # ``history``: the messages of an earlier result (its ``messages``), to continue
+        # the same conversation with a new user turn (harness eval's ``turns:``).
+        if history:
+            messages = [dict(m) for m in history]
+            messages.append({"role": "user", "content": prompt})
+        else:
+            messages = self.adapter.start(prompt)
+        for message in messages[len(history or ()):]:
             self.transcript.message(message)
         calls: list[ToolCall] = []
         results: list[ToolResult] = []

@@ -40,4 +40,6 @@ def command(directory: Path) -> None:
     click.echo(f"Created harness.md and .harness/ in {directory}")
     click.echo(f"  tools: {', '.join(tools)}")
     click.echo(f"  hooks: {', '.join(hooks)}")
-    click.echo("Next: harness validate, harness list, harness serve (see docs/getting-started.md)")
+    click.echo("  tests: .harness/tests/starter.md")
+    click.echo("Next: harness validate, harness test, harness list, harness serve "
+               "(see docs/getting-started.md)")

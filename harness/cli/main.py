@@ -24,6 +24,17 @@ cli.add_command(init.command, "init")
 cli.add_command(run.command, "run")
 
 
+def _add_testing_commands() -> None:
+    """``harness test`` and ``harness eval`` (docs/testing.md)."""
+    from harness.cli import eval_cmd, test_cmd
+
+    cli.add_command(test_cmd.command, "test")
+    cli.add_command(eval_cmd.command, "eval")
+
+
+_add_testing_commands()
+
+
 def main() -> None:
     """Console-script entry point."""
     sys.exit(cli.main(standalone_mode=True))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from harness.artifacts.model import Project
 from harness.cli import render
 from harness.cli.common import handle_errors, resolve_root, root_option
 
@@ -31,6 +32,7 @@ def command(root: Path | None, fmt: str, strict: bool) -> None:
     from harness.validation import check_project
 
     project = check_project(resolve_root(root), strict=strict)
+    project = _with_test_files(project, strict)
     base = project.root
     if fmt == "json":
         click.echo(render.dumps(render.json_report(project, base)))
@@ -45,3 +47,21 @@ def command(root: Path | None, fmt: str, strict: bool) -> None:
         click.echo(render.summary(project))
     if not project.ok:
         raise click.exceptions.Exit(1)
+
+
+def _with_test_files(project: Project, strict: bool) -> Project:
+    """Add the problems of ``.harness/tests/*.md`` (harness test's files)."""
+    from dataclasses import replace
+
+    from harness.artifacts.checks import UNKNOWN_KEY_CODES
+    from harness.testing.spec import check_tests
+
+    found = check_tests(project.root, project)
+    if not found:
+        return project
+    if strict:
+        found = [replace(p, severity="error") if p.code in UNKNOWN_KEY_CODES
+                 or p.code == "test-unknown-key" else p for p in found]
+    problems = sorted((*project.problems, *found),
+                      key=lambda p: (p.path, p.line, p.column, p.code))
+    return replace(project, problems=tuple(problems))

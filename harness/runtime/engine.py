@@ -27,7 +27,7 @@ from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
 from harness.runtime.when import fast_when
 
 MAX_CALLSTACK = 64
-_FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta")
+_FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta", "clock")  # clock after text
 
 _ctx: contextvars.ContextVar[CallContext] = contextvars.ContextVar("harness_call_ctx")
 _ctx_set = _ctx.set

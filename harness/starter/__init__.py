@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import resources
 
 # package-data folder -> project folder
-FOLDERS = {"tools": ".harness/tools", "hooks": ".harness/hooks"}
+FOLDERS = {"tools": ".harness/tools", "hooks": ".harness/hooks", "tests": ".harness/tests"}
 GITIGNORE = (".harness/.gitignore",
              "# runtime data written by harness (spilled outputs, audit)\nstate/\n")
 

@@ -369,7 +369,8 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
             f"({', '.join(allowed)}); add it there in harness.md to allow it")
 
     p = sandbox.plan(mode=config.exec.sandbox, workspace=workspace, cwd=cwd, program=cmd,
-                     args=argv, env_names=config.exec.env, env_overrides=overrides,
+                     args=argv, env_names=config.exec.env,
+                     env_overrides={**dict(config.env_values), **overrides},
                      protected=protected, log=ctx.log, mounts=config.exec.mounts)
 
     def accept(path: str) -> bool:
