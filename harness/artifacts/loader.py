@@ -155,6 +155,18 @@ def _entries(data: dict[str, Any], lines: KeyLines, rel: str, layer: str,
                                         f"got {item!r}"))
                 continue
             name = item.get("name")
+            if kind == "hook" and "handler" in item:
+                # ai-harness keys bundle and inline hooks by `handler:`; same meaning.
+                handler = item.get("handler")
+                if name is None:
+                    name = handler
+                elif handler != name:
+                    hline, hcol = lines.key((key, index, "handler"), (iline, icol))
+                    problems.append(Problem(path=rel, line=hline, column=hcol,
+                                            code="entry-name-conflict",
+                                            message=f'{key}[{index}] has name "{name}" and '
+                                            f'handler "{handler}"; they are the same key, '
+                                            "keep one"))
             if name is not None and not isinstance(name, str):
                 nline, ncol = lines.key((key, index, "name"), (iline, icol))
                 problems.append(Problem(path=rel, line=nline, column=ncol, code="field-type",
@@ -163,10 +175,18 @@ def _entries(data: dict[str, Any], lines: KeyLines, rel: str, layer: str,
                                         f"`name: my_{kind}`"))
                 continue
             if not name:
+                ident = "`name: ...` (or `handler: ...`)" if kind == "hook" else "`name: ...`"
                 problems.append(Problem(path=rel, line=iline, column=icol,
                                         code="entry-name-missing",
-                                        message=f"{key}[{index}] has no name; add `name: ...` "
+                                        message=f"{key}[{index}] has no name; add {ident} "
                                         f"to the {kind}"))
+                # Still check the rest of the entry: one missing key must not hide the
+                # others' problems. It is not loaded.
+                nameless = Entry(kind=kind, name=f"{key}[{index}]", data=item, lines=lines,
+                                 base=(key, index), path=rel, layer=layer, line=iline)
+                found: list[Problem] = []
+                (_tool if kind == "tool" else _hook)(nameless, found)
+                problems.extend(p for p in found if not p.code.endswith("-name-invalid"))
                 continue
             yield Entry(kind=kind, name=name, data=item, lines=lines, base=(key, index),
                         path=rel, layer=layer, line=iline)
@@ -200,7 +220,7 @@ def _entry_description(entry: Entry, problems: list[Problem]) -> str:
 def _hook(entry: Entry, problems: list[Problem]) -> HookSpec:
     problems.extend(checks.name_problems(entry))
     problems.extend(checks.unknown_keys(entry, checks.HOOK_KEYS if entry.body is not None
-                                        else (*checks.HOOK_KEYS, *checks.ENTRY_KEYS)))
+                                        else (*checks.HOOK_KEYS, *checks.ENTRY_KEYS, "handler")))
     values, errs = checks.hook_fields(entry)
     problems.extend(errs)
     if entry.body is not None:

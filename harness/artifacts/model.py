@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 
 Severity = Literal["error", "warning"]
 
-TOOL_EVENTS = ("tool.pre", "tool.post", "session.start", "session.end", "meta.tool_register")
+TOOL_EVENTS = ("tool.pre", "tool.post", "session.start", "session.end", "meta.tool_register",
+               "turn.start", "turn.end", "completion.pre", "completion.post", "agent.stop",
+               "error", "meta.register_tool")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
