@@ -60,8 +60,8 @@ TOP_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "when": (),
 }
 # Calls the runtime renames before parsing: ``log`` is also a module (``log.info``) and
-# ``assert`` is a reserved word in Starlark. ``log("x")`` runs ``__log_call("x")``.
-RENAMED_CALLS = {"log": "__log_call", "assert": "__assert"}
+# ``assert`` is a reserved word in Starlark. ``log("x")`` runs ``harness_log("x")``.
+RENAMED_CALLS = {"log": "harness_log", "assert": "harness_assert"}
 
 # Names bound while evaluating a ``when`` expression.
 WHEN_NAMES = ("event", "payload")

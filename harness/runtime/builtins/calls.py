@@ -99,8 +99,8 @@ def rename_calls(source: str) -> str:
 
 
 FUNCTIONS = {
-    "__log_call": log_call,
-    "__assert": assert_,
+    "harness_log": log_call,
+    "harness_assert": assert_,
     "sleep": sleep,
     "emit": emit,
 }
