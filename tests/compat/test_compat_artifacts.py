@@ -224,3 +224,95 @@ def test_load_refuses_a_project_with_real_errors_still(tmp_path: Path) -> None:
     root = write(tmp_path, {".harness/hooks/h.md": "---\nevent: tool.pre\n---\nh\n"})
     with pytest.raises(LoadError):
         harness.load(root)
+
+
+def test_unsupported_ai_harness_artifacts_are_reported(tmp_path: Path) -> None:
+    root = write(tmp_path, {
+        ".harness/agents/reviewer.md": "---\ndescription: Reviews\n---\nYou review code.\n",
+        ".harness/models/openai-models.md": "---\ntype: model\nmodels: []\n---\n",
+        ".harness/compaction/default.md": "---\ntype: compaction\n---\nKeep it short.\n",
+        ".harness/identity.md": "---\ntype: harness\n---\nYou are Ada.\n",
+        ".harness/context/style.md": "Be terse.\n",
+        ".harness/team.md": "---\ntype: plugin\n---\nContext for the team.\n",
+    })
+    found = {p.path: p for p in harness.check(root) if p.code == "artifact-unsupported"}
+    assert sorted(found) == [".harness/agents/", ".harness/compaction/", ".harness/context/",
+                             ".harness/identity.md", ".harness/models/", ".harness/team.md"]
+    assert all(p.severity == "warning" and "harness does not read it" in p.message
+               for p in found.values())
+    assert "sub-agent" in found[".harness/agents/"].message
+
+
+def test_fenced_yaml_tools_in_a_body_are_reported(tmp_path: Path) -> None:
+    root = write(tmp_path, {"harness.md": """
+        ---
+        runtime: {isolation: inprocess}
+        ---
+        You are an agent.
+
+        ```yaml
+        tools:
+          - name: forgotten
+        hooks: []
+        ```
+        """, ".harness/plugins/p.md": "---\ntools: []\n---\n```yaml\ntools:\n- name: x\n```\n"})
+    found = [(p.path, p.line) for p in harness.check(root) if p.code == "body-yaml-ignored"]
+    assert found == [("harness.md", 7), ("harness.md", 9)]  # the bundle has tools: already
+
+
+def test_reading_a_key_the_event_never_carries_is_reported(tmp_path: Path) -> None:
+    root = write(tmp_path, {".harness/hooks/h.md": """
+        ---
+        event: tool.post
+        script: |
+          def handle(event, payload):
+              cmd = payload.get("args", {}).get("command", "")
+              return None
+        ---
+        h
+        """, ".harness/hooks/ok.md": """
+        ---
+        event: tool.pre
+        script: |
+          def handle(event, payload):
+              return None if payload.get("args") else block("no args")
+        ---
+        ok
+        """})
+    found = [(p.path, p.line, p.severity) for p in harness.check(root)
+             if p.code == "payload-key-unknown"]
+    assert found == [(".harness/hooks/h.md", 5, "warning")]
+
+
+def test_list_and_schema_apply_tools_policy_and_the_call_checks(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from harness.cli.main import cli
+
+    root = write(tmp_path, {"harness.md": """
+        ---
+        runtime: {isolation: inprocess}
+        tools_policy: {deny: ["secret_*"]}
+        ---
+        Agent.
+        """, ".harness/tools/secret_dump.md": "---\nscript: |\n  def run(args):\n      return 1\n"
+                                              "---\nDump secrets.\n",
+        ".harness/tools/read_file.md": "---\nscript: |\n  def run(args):\n      return 1\n---\n"
+                                       "# read_file\n\nRead a file from disk.\n"})
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["list", "--root", str(root)])
+    assert listed.exit_code == 0 and "secret_dump" not in listed.output
+    assert "read_file  Read a file from disk." in listed.output
+    schema = runner.invoke(cli, ["schema", "--root", str(root)])
+    assert [d["function"]["name"] for d in json.loads(schema.output)] == ["read_file"]
+    one = runner.invoke(cli, ["schema", "secret_dump", "--root", str(root)])
+    assert one.exit_code == 1
+    # a script error harness call refuses (exit 2) now stops list and schema too
+    (root / ".harness/tools/broken.md").write_text(
+        "---\nscript: |\n  def run(args):\n      return fs.reed('x')\n---\nBroken.\n")
+    for args in (["list"], ["schema"], ["call", "read_file"]):
+        res = runner.invoke(cli, [*args, "--root", str(root)])
+        assert res.exit_code == 2, (args, res.output)
+        assert "fs.reed" in res.output
