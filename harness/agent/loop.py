@@ -30,7 +30,6 @@ from harness.config import Config, ModelConfig
 from harness.results import ToolCall, ToolResult
 
 from .anthropic import AnthropicAdapter
-from .events import LoopHooks
 from .base import (
     DEFAULT_BASE_URLS,
     DEFAULT_KEY_ENVS,
@@ -45,6 +44,7 @@ from .base import (
     excerpt,
     is_loopback,
 )
+from .events import LoopHooks
 from .openai import OpenAIAdapter
 from .sse import iter_events
 from .transcript import Transcript

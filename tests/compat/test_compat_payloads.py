@@ -113,7 +113,8 @@ def test_a_post_hook_rewriting_content_changes_what_the_model_sees(origin: Make)
                 ".harness/hooks/detect_secrets.md": _post(
                     'text = payload.get("content", "")\n'
                     'if "sk-" in text:\n'
-                    '    return modify({"content": re.sub("sk-[A-Za-z0-9]+", "[REDACTED]", text)})\n'
+                    '    return modify({"content": re.sub("sk-[A-Za-z0-9]+", "[REDACTED]",'
+                    ' text)})\n'
                     "return allow()")})
     r = h.call("run_command", {"command": "echo sk-abc123"})
     assert not r.is_error and r.text == "would run: echo [REDACTED]"

@@ -21,7 +21,7 @@ from harness.runtime.builtins.log import info
 from harness.runtime.context import CallContext
 
 MAX_SLEEP_MS = 60_000
-_CANDIDATE = re.compile(r"(?<![\w.])(?:%s)\s*\(" % "|".join(surface.RENAMED_CALLS))
+_CANDIDATE = re.compile(r"(?<![\w.])(?:{})\s*\(".format("|".join(surface.RENAMED_CALLS)))
 
 
 def log_call(ctx: CallContext, msg: Any, **fields: Any) -> None:
