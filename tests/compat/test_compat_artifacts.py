@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import write
+from compat_samples import write
 
 import harness
 from harness.errors import LoadError
