@@ -412,7 +412,10 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
         "tool": obj(TOOL_FIELDS),
         "hook": obj(HOOK_FIELDS, HOOK_REQUIRED),
         "toolEntry": obj({**ENTRY_FIELDS, **TOOL_FIELDS}, ("name",)),
-        "hookEntry": obj({**ENTRY_FIELDS, **HOOK_FIELDS}, ("name", *HOOK_REQUIRED)),
+        # ai-harness keys bundle and inline hooks by `handler:` (the same as `name:`).
+        "hookEntry": {**obj({**ENTRY_FIELDS, "handler": ENTRY_FIELDS["name"], **HOOK_FIELDS},
+                            HOOK_REQUIRED),
+                      "anyOf": [{"required": ["name"]}, {"required": ["handler"]}]},
     }
     title, description = SCHEMA_FILES[kind]
     head: dict[str, Any] = {"$schema": METASCHEMA_URI,

@@ -316,3 +316,19 @@ def test_list_and_schema_apply_tools_policy_and_the_call_checks(tmp_path: Path) 
         res = runner.invoke(cli, [*args, "--root", str(root)])
         assert res.exit_code == 2, (args, res.output)
         assert "fs.reed" in res.output
+
+
+def test_the_published_bundle_schema_accepts_handler_entries() -> None:
+    import json
+
+    import jsonschema
+    import yaml
+
+    from harness.artifacts.checks import frontmatter_schema
+
+    front = yaml.safe_load(BUNDLE.split("---")[1])
+    jsonschema.Draft202012Validator(frontmatter_schema("bundle")).validate(front)
+    del front["hooks"][0]["handler"]
+    errors = list(jsonschema.Draft202012Validator(
+        json.loads(json.dumps(frontmatter_schema("bundle")))).iter_errors(front))
+    assert errors  # neither name nor handler
