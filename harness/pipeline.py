@@ -250,17 +250,40 @@ def _outcome_error(tool: str, out: Outcome, timeout_ms: int, memory_mb: int) -> 
     return out.error or f'tool "{tool}" failed'
 
 
+class _CallHost:
+    """Session services of one call, with ``ctx.*`` answered from the turn's scratchpad
+    (agent loop) or, outside a turn, from one scratchpad per call (its hooks and tool).
+    Holds no reference back to the call's context, so a call leaves no cycle behind."""
+
+    __slots__ = ("env", "pad")
+
+    def __init__(self, env: CallEnv) -> None:
+        self.env = env
+        self.pad: Any = None  # made on first use
+
+    def __call__(self, method: str, payload: Mapping[str, Any]) -> Any:
+        if method.startswith("ctx."):
+            from harness.runtime.builtins.session_state import Scratchpad, serve
+
+            pad = getattr(self.env, "turn_pad", None)
+            if pad is None:
+                if self.pad is None:
+                    self.pad = Scratchpad()
+                pad = self.pad
+            return serve(method, payload, None, pad)
+        return self.env.host(method, payload)
+
+
 class _CallState:
     """Per-call values shared by the hook callbacks (one object instead of closures)."""
 
-    __slots__ = ("config", "env", "name", "call_id", "auditing", "ctx", "validator", "pad")
+    __slots__ = ("config", "env", "name", "call_id", "auditing", "ctx", "validator")
 
     def __init__(self, config: Config, env: CallEnv, name: str, call_id: str,
                  auditing: bool, validator: ArgValidator) -> None:
         self.config, self.env, self.name, self.call_id = config, env, name, call_id
         self.auditing, self.validator = auditing, validator
         self.ctx: CallContext | None = None
-        self.pad: Any = None  # this call's ``ctx`` scratchpad, made on first use
 
     def context(self, hook: HookSpec | None = None) -> CallContext:
         # One context serves the hooks and the tool of this call: the engine sets kind
@@ -269,20 +292,8 @@ class _CallState:
         if ctx is None:
             env = self.env
             ctx = self.ctx = make_context(self.config, env.id, self.call_id, self.name,
-                                          env.cache, env.log, self.host)
+                                          env.cache, env.log, _CallHost(env))
         return ctx
-
-    def host(self, method: str, payload: Mapping[str, Any]) -> Any:
-        """Session services, with ``ctx.*`` answered from the turn's scratchpad (agent
-        loop) or, outside a turn, from one scratchpad per call (its hooks and tool)."""
-        if method.startswith("ctx."):
-            from harness.runtime.builtins.session_state import Scratchpad, serve
-
-            pad = getattr(self.env, "turn_pad", None)
-            if pad is None:
-                pad = self.pad = self.pad or Scratchpad()
-            return serve(method, payload, None, pad)
-        return self.env.host(method, payload)
 
     def decision(self, event: str, hook: str, decision: str, reason: str, ms: float) -> None:
         if self.auditing:
