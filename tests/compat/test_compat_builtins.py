@@ -219,3 +219,33 @@ def test_fs_replace_needs_exactly_one_match_and_stays_in_the_jail(origin: Make) 
     for name in ("out", "mv"):
         r = h.call(name)
         assert r.is_error and "outside" in r.text, r.text
+
+
+def test_every_new_name_passes_validate_and_typos_are_caught(tmp_path: Path) -> None:
+    body = """
+log("a")
+assert(True, "b")
+sleep(0)
+emit("custom.x")
+metrics.incr("n")
+metrics.set("n", 1)
+ctx.set("k", ctx.get("turn", 0))
+cache.has("k")
+cache.clear()
+x = [re.find_all("a", "a"), re.replace("a", "b", "a"), string.trim(" a"), string.pad_left("a", 2),
+     hash.md5("a"), base64.decode(base64.encode("a")), uuid.v4(), math.ceil(1.5),
+     url.encode({"a": 1}), url.parse("http://a")]
+fs.replace("a", "b", "c")
+fs.read_lines("a")
+fs.diff("a", "b")
+return x
+"""
+    root = write(tmp_path, {".harness/tools/all.md": tool(body),
+                            ".harness/tools/typo.md": tool('return [string.trm(" a"), '
+                                                           'metrics.inc("n"), fs.read_line("a")]')})
+    found = [(p.path, p.code, p.message) for p in harness.check(root) if p.severity == "error"]
+    want = (".harness/tools/typo.md", "script-unknown-function")
+    assert [(p, c) for p, c, _ in found] == [want] * 3
+    hints = " ".join(m for _, _, m in found)
+    assert '(did you mean "trim"?)' in hints and '(did you mean "incr"?)' in hints
+    assert '(did you mean "read_lines"?)' in hints
