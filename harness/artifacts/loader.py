@@ -312,7 +312,8 @@ def unsupported_artifacts(dot: Path) -> list[Problem]:
             continue
         out.append(Problem(path=rel, line=0, column=0, severity="warning",
                            code="artifact-unsupported",
-                           message=f"{rel} is {what}; harness does not read it: {how}"))
+                           message=f"{rel} {'holds' if is_dir else 'is'} {what}; harness "
+                                   f"does not read it: {how}"))
     return out
 
 
