@@ -75,11 +75,14 @@ class AuditConfig:
 class ModelConfig:
     """Agent-loop defaults (SPEC §13); flags override them."""
 
-    provider: str = "openai"  # openai | anthropic
+    provider: str = "openai"  # openai | anthropic | copilot
     name: str = ""
     base_url: str = ""
     api_key_env: str = ""
     max_tokens: int = 4096
+    # What was wrong with the block (harness.md), for `harness run` to refuse on: a bad
+    # model block is a warning everywhere else. Not a key of harness.md.
+    problems: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,10 +127,12 @@ _SECTIONS: dict[str, type] = {
 _CHOICES = {
     ("runtime", "isolation"): ("process", "inprocess"),
     ("exec", "sandbox"): ("auto", "required", "off"),
-    ("model", "provider"): ("openai", "anthropic"),
+    ("model", "provider"): ("openai", "anthropic", "copilot"),
 }
 # Integer fields for which 0 is meaningful (no cap); every other integer must be > 0.
 _ZERO_OK = ("max_timeout_ms",)
+# Dataclass fields that are not harness.md keys.
+_INTERNAL = ("problems",)
 # Keys of harness.md frontmatter that are not config sections.
 OTHER_KEYS = ("tools", "hooks", "workspace")
 KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
@@ -245,7 +250,8 @@ def section_schemas() -> dict[str, Any]:
     for key, cls in _SECTIONS.items():
         section = cls()
         out[key] = {"type": ["object", "null"], "additionalProperties": False, "properties": {
-            f.name: _field_schema(key, f.name, getattr(section, f.name)) for f in fields(cls)}}
+            f.name: _field_schema(key, f.name, getattr(section, f.name)) for f in fields(cls)
+            if f.name not in _INTERNAL}}
     return out
 
 
@@ -259,8 +265,16 @@ def parse_config(
 
     nested = getattr(lines, "key", None)  # frontmatter.KeyLines: positions of nested keys
 
+    model_problems: list[str] = []
+
     def err(key: str, msg: str, code: str = "config-invalid", severity: str = "error",
             sub: str | None = None) -> None:
+        if key == "model" and severity == "error":
+            # Only the agent loop uses the model block: list, schema, call and serve work
+            # without it, and `harness run` refuses to start (ModelConfig.problems).
+            model_problems.append(msg)
+            code, severity = "model-invalid", "warning"
+            msg += "; harness run refuses to start until this is fixed"
         line, column = lines.get(key, 1), 1
         if nested is not None:
             line, column = nested((key,) if sub is None else (key, sub), (line, 1))
@@ -279,7 +293,7 @@ def parse_config(
             err(key, f"config {key} must be a mapping, got {a_type(raw)}")
             continue
         section = cls()
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} - set(_INTERNAL)
         updates: dict[str, Any] = {}
         for name, value in raw.items():
             if name not in known:
@@ -319,6 +333,9 @@ def parse_config(
             section = replace(section, protected=ALWAYS_PROTECTED + extra)
         values[key] = section
 
+    if model_problems:
+        values["model"] = replace(values.get("model", ModelConfig()),
+                                  problems=tuple(model_problems))
     workspace = root
     if "workspace" in data and data["workspace"] is not None:
         ws = data["workspace"]

@@ -31,6 +31,8 @@ from harness.hooks import HookChain
 from harness.pipeline import Handler, Registry, policy_allows, run_call
 from harness.results import ToolCall, ToolResult, make_call
 from harness.runtime.builtins.cache import MemoryCache
+from harness.runtime.builtins.session_state import MetricsStore, Scratchpad
+from harness.runtime.builtins.session_state import serve as serve_state
 from harness.runtime.context import CallContext, ScriptRuntime
 
 if typing.TYPE_CHECKING:
@@ -44,6 +46,7 @@ UNTRUSTED_NOTICE = (
 )
 
 FOOTER_ROOM = 200  # bytes kept free in a read_output page for its last line
+MAX_EMIT_DEPTH = 8  # emit() nested through hooks (hooks cannot emit today: a safety net)
 
 READ_OUTPUT_DESCRIPTION = (
     "Read a page of a tool output that was too large to return in full. Use the ref and "
@@ -303,6 +306,11 @@ class Session:
         self.harness = harness
         self.id = session_id or uuid.uuid4().hex[:12]
         self.cache = MemoryCache()
+        self.metrics = MetricsStore()
+        # The scratchpad of the agent turn in progress (``ctx`` in scripts), or None.
+        self.turn_pad: Scratchpad | None = None
+        self.turns = 0
+        self._emit_depth = threading.local()
         self._audit = harness._audit
         self.auditing = self._audit is not None or logging.getLogger(
             "harness.audit").isEnabledFor(logging.DEBUG)
@@ -327,7 +335,7 @@ class Session:
         if not chain.for_event(event):
             return None
         out = chain.run(event, {**payload, "session": self.id}, self.harness.runtime,
-                        self._hook_ctx)
+                        self._pad_ctx(self.turn_pad or Scratchpad()))
         if out.blocked_by is not None:
             self.emit("hook.decision", hook_event=event, hook=out.blocked_by,
                       decision="block", reason=out.reason)
@@ -368,7 +376,49 @@ class Session:
         """Session services for built-ins (reached through ``CallContext.host``)."""
         if method == "meta.tool_register":
             return self._meta_register(payload)
+        if method == "emit":
+            return self._emit_custom(payload)
+        if method.startswith(("metrics.", "ctx.")):
+            return serve_state(method, payload, self.metrics, self.turn_pad)
         raise BuiltinError(f"unknown session service {method!r}")
+
+    def begin_turn(self) -> int:
+        """Start an agent turn: a fresh ``ctx`` scratchpad holding the turn number."""
+        self.turns += 1
+        self.turn_pad = Scratchpad({"turn": self.turns})
+        return self.turns
+
+    def end_turn(self) -> None:
+        self.turn_pad = None
+
+    def _emit_custom(self, p: Mapping[str, Any]) -> Any:
+        """``emit(event, payload)`` from a script: run the ``custom.*`` hooks; a block
+        raises in the script, the (possibly modified) payload is returned."""
+        event, value = str(p["event"]), p.get("payload")
+        chain = self.harness._chain
+        if not chain.for_event(event):
+            return value
+        depth = getattr(self._emit_depth, "n", 0)
+        if depth >= MAX_EMIT_DEPTH:
+            raise BuiltinError(f"emit: {event} nested more than {MAX_EMIT_DEPTH} levels deep")
+        wrapped = value is not None and not isinstance(value, Mapping)
+        payload = {"value": value} if wrapped else dict(value or {})
+        self._emit_depth.n = depth + 1
+        try:
+            # Like meta.tool_register: the host runtime, never the caller's worker.
+            out = chain.run(event, {**payload, "session": self.id}, self.harness.host_runtime,
+                            self._pad_ctx(self.turn_pad or Scratchpad()))
+        finally:
+            self._emit_depth.n = depth
+        if out.blocked_by is not None:
+            self.emit("hook.decision", hook_event=event, hook=out.blocked_by,
+                      decision="block", reason=out.reason, by=p.get("by"))
+            why = out.reason if out.failed else f'blocked by hook "{out.blocked_by}": {out.reason}'
+            raise BuiltinError(f"emit: {event} {why}")
+        result = {k: v for k, v in out.payload.items() if k != "session"}
+        if wrapped and set(result) == {"value"}:
+            return result["value"]
+        return result if (result or value is not None) else None
 
     def _meta_register(self, p: Mapping[str, Any]) -> dict[str, Any]:
         from harness.meta import build_meta_tool
@@ -400,7 +450,8 @@ class Session:
             out = chain.run("meta.tool_register",
                             {"name": name, "description": spec.description,
                              "parameters": dict(p.get("parameters") or {}),
-                             "script": spec.script, "by": p.get("by"), "session": self.id},
+                             "script": spec.script, "by": p.get("by"), "session": self.id,
+                             "replace": False},
                             self.harness.host_runtime, self._hook_ctx)
             if out.blocked_by is not None:
                 self.emit("hook.decision", hook_event="meta.tool_register",
@@ -420,6 +471,19 @@ class Session:
     def _hook_ctx(self, hook: Any) -> CallContext:
         return CallContext(config=self.harness.config, session_id=self.id, tool=hook.name,
                            kind="hook", cache=self.cache, log=self.log)
+
+    def _pad_ctx(self, pad: Scratchpad) -> Callable[[Any], CallContext]:
+        """Contexts for hooks fired by the session: ``ctx`` is ``pad``; no emit."""
+        def host(method: str, payload: Mapping[str, Any]) -> Any:
+            if method.startswith(("metrics.", "ctx.")):
+                return serve_state(method, payload, self.metrics, pad)
+            raise BuiltinError(f"{method} is not available in hooks of session events")
+
+        def make(hook: Any) -> CallContext:
+            return CallContext(config=self.harness.config, session_id=self.id,
+                               tool=hook.name, kind="hook", cache=self.cache, log=self.log,
+                               host=host)
+        return make
 
     @property
     def tools(self) -> dict[str, ToolSpec]:

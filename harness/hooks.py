@@ -17,10 +17,21 @@ from harness.runtime.when import FALLBACK_ERRORS, compile_when
 
 # Keys a modify() may change, per event. Any other key must be left as it is.
 MUTABLE_KEYS: dict[str, frozenset[str]] = {
-    "tool.pre": frozenset({"arguments"}),
-    "tool.post": frozenset({"result", "is_error", "error"}),
+    "tool.pre": frozenset({"arguments", "args"}),
+    "tool.post": frozenset({"result", "is_error", "error", "content"}),
     "meta.tool_register": frozenset(),
+    "completion.pre": frozenset({"messages", "tools"}),
+    "completion.post": frozenset(),
+    "turn.start": frozenset({"message"}),
+    "turn.end": frozenset({"response"}),
+    "agent.stop": frozenset(),
+    "error": frozenset(),
 }
+# Events fired under another name: ai-harness's meta.register_tool is meta.tool_register.
+EVENT_ALIASES = {"meta.register_tool": "meta.tool_register"}
+# Two names for one value (ai-harness hooks read "args"): a modify may change either,
+# and afterwards both carry the new value (re-validated like any modified arguments).
+ALIASED_KEYS: dict[str, tuple[str, str]] = {"tool.pre": ("arguments", "args")}
 
 
 class ChainOutcome(NamedTuple):
@@ -61,7 +72,8 @@ class HookChain:
     def __init__(self, hooks: Iterable[HookSpec]) -> None:
         by_event: dict[str, list[HookSpec]] = {}
         for hook in hooks:
-            by_event.setdefault(hook.event, []).append(hook)
+            event = EVENT_ALIASES.get(hook.event, hook.event)
+            by_event.setdefault(event, []).append(hook)
         self._by_event = {
             event: tuple(sorted(specs, key=lambda h: (h.priority, h.name)))
             for event, specs in by_event.items()
@@ -210,20 +222,28 @@ def _interpret(value: Any) -> tuple[str, str, dict[str, Any]]:
             f"handle() must return allow(), block(reason), modify(payload), None or a decision "
             f"dict; got {type(value).__name__}"
         )
-    action = value.get("action")
-    unknown = set(value) - {"action", "reason", "payload"}
-    if action not in ("allow", "block", "modify") or unknown:
+    # ai-harness's dict form: "continue" (or no action) means allow, keys other than
+    # action/reason/payload are ignored, and a modify without "payload" uses the dict
+    # itself. An unknown action is still a failure (fail closed).
+    action = value.get("action", "allow")
+    if action == "continue":
+        action = "allow"
+    if action not in ("allow", "block", "modify"):
         raise HookFailure(
-            'handle() returned an invalid decision: expected {"action": "allow"|"block"|'
-            f'"modify", "reason": ..., "payload": ...}}; got {value!r:.200}'
+            'handle() returned an invalid decision: expected {"action": "allow"|"continue"|'
+            f'"block"|"modify", "reason": ..., "payload": ...}}; got {value!r:.200}'
         )
     reason = value.get("reason") or ""
     if not isinstance(reason, str):
         raise HookFailure(f"decision reason must be a string, got {type(reason).__name__}")
+    if action != "modify":
+        return action, reason, {}
     payload = value.get("payload")
-    if action == "modify" and not isinstance(payload, dict):
+    if "payload" not in value:
+        payload = {k: v for k, v in value.items() if k not in ("action", "reason")}
+    if not isinstance(payload, dict):
         raise HookFailure("modify() needs a dict payload")
-    return action, reason, payload or {}
+    return action, reason, payload
 
 
 def _merge(event: str, current: Mapping[str, Any],
@@ -231,6 +251,7 @@ def _merge(event: str, current: Mapping[str, Any],
     """``current`` itself when ``new`` changes nothing, else a new dict."""
     mutable = MUTABLE_KEYS.get(event)
     merged: dict[str, Any] | None = None
+    changed = []
     for key, value in new.items():
         if key in current and current[key] == value:
             continue
@@ -240,4 +261,17 @@ def _merge(event: str, current: Mapping[str, Any],
         if merged is None:
             merged = dict(current)
         merged[key] = value
-    return current if merged is None else merged
+        changed.append(key)
+    if merged is None:
+        return current
+    pair = ALIASED_KEYS.get(event)
+    if pair is not None and changed:
+        first, second = pair
+        if first in changed and second in changed and merged[first] != merged[second]:
+            raise HookFailure(f'modify() changed "{first}" and "{second}" to different values '
+                              f"in {event}; they are the same arguments: change one of them")
+        if second in changed:
+            merged[first] = merged[second]
+        elif first in changed:
+            merged[second] = merged[first]
+    return merged

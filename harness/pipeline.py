@@ -259,6 +259,30 @@ def _outcome_error(tool: str, out: Outcome, timeout_ms: int, memory_mb: int) -> 
     return out.error or f'tool "{tool}" failed'
 
 
+class _CallHost:
+    """Session services of one call, with ``ctx.*`` answered from the turn's scratchpad
+    (agent loop) or, outside a turn, from one scratchpad per call (its hooks and tool).
+    Holds no reference back to the call's context, so a call leaves no cycle behind."""
+
+    __slots__ = ("env", "pad")
+
+    def __init__(self, env: CallEnv) -> None:
+        self.env = env
+        self.pad: Any = None  # made on first use
+
+    def __call__(self, method: str, payload: Mapping[str, Any]) -> Any:
+        if method.startswith("ctx."):
+            from harness.runtime.builtins.session_state import Scratchpad, serve
+
+            pad = getattr(self.env, "turn_pad", None)
+            if pad is None:
+                if self.pad is None:
+                    self.pad = Scratchpad()
+                pad = self.pad
+            return serve(method, payload, None, pad)
+        return self.env.host(method, payload)
+
+
 class _CallState:
     """Per-call values shared by the hook callbacks (one object instead of closures)."""
 
@@ -277,7 +301,7 @@ class _CallState:
         if ctx is None:
             env = self.env
             ctx = self.ctx = make_context(self.config, env.id, self.call_id, self.name,
-                                          env.cache, env.log, env.host)
+                                          env.cache, env.log, _CallHost(env))
         return ctx
 
     def decision(self, event: str, hook: str, decision: str, reason: str, ms: float) -> None:
@@ -340,8 +364,9 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
 
     # 3. tool.pre hooks
     if chain.pre:
+        # "args" is the same decoded dict under the name ai-harness hooks read.
         pre = chain.run("tool.pre", {"id": call_id, "name": name, "arguments": args,
-                                     "session": env.id},
+                                     "args": args, "session": env.id},
                         reg.runtime, state.context, state.recheck,
                         state.decision if auditing else None)
         if pre.blocked_by is not None:
@@ -390,10 +415,13 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
     # 5. tool.post hooks
     if chain.post:
         is_error = error is not None
-        post = chain.run("tool.post", {"id": call_id, "name": name, "arguments": args,
-                                       "session": env.id, "result": value,
-                                       "is_error": is_error, "error": error,
-                                       "duration_ms": exec_ms},
+        # "call_id" and "content" (the text the model is given, before the output cap)
+        # are the keys ai-harness post-hooks read.
+        content = error if is_error else render(value)
+        post = chain.run("tool.post", {"id": call_id, "call_id": call_id, "name": name,
+                                       "arguments": args, "session": env.id, "result": value,
+                                       "content": content, "is_error": is_error,
+                                       "error": error, "duration_ms": exec_ms},
                          reg.runtime, state.context, None,
                          state.decision if auditing else None)
         if post.blocked_by is not None:
@@ -404,6 +432,13 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
         value = post.payload.get("result")
         is_error = bool(post.payload.get("is_error"))
         error = post.payload.get("error")
+        new_content = post.payload.get("content")
+        if new_content != content:
+            # A hook rewrote the text itself (ai-harness style): it replaces the result.
+            if is_error:
+                error = new_content if isinstance(new_content, str) else render(new_content)
+            else:
+                value = new_content
         if is_error and not error:
             error = render(value) if value is not None else f'tool "{name}" failed'
         if not is_error:

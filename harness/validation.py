@@ -91,6 +91,30 @@ def check_project(root: Path | None = None, *, strict: bool = False) -> Project:
         return replace(project, problems=tuple(problems))
 
 
+def _unreachable_keys(entry: Entry, spec: HookSpec) -> list[Problem]:
+    """A hook that reads ``payload["x"]`` where its event never carries ``x`` (such as
+    ai-harness's ``payload["args"]`` on an event without it) silently sees nothing."""
+    from harness.artifacts.model import EVENT_PAYLOAD_KEYS
+    from harness.runtime.reach import payload_keys
+
+    provided = EVENT_PAYLOAD_KEYS.get(spec.event)
+    keys = payload_keys(spec.script) if provided is not None else None
+    if not keys:
+        return []
+    out = []
+    lines = spec.script.split("\n")
+    for key in sorted(set(keys) - set(provided or ())):
+        at = next((i for i, text in enumerate(lines)
+                   if f'"{key}"' in text or f"'{key}'" in text), 0)
+        out.append(Problem(
+            path=entry.path, line=(spec.script_line or 1) + at,
+            column=max(spec.script_column, 1), severity="warning", code="payload-key-unknown",
+            message=f'{entry.label} reads payload key "{key}", which {spec.event} payloads '
+                    f"never carry, so it is always missing; they carry: "
+                    f"{', '.join(provided or ())}"))
+    return out
+
+
 def run_checks(items: Sequence[tuple[Entry, ToolSpec | HookSpec]]) -> list[list[Problem]]:
     """The per-artifact checks of each loaded tool (its schemas, then its script) and hook
     (its script, then its ``when``), in that order for each.
@@ -114,6 +138,7 @@ def run_checks(items: Sequence[tuple[Entry, ToolSpec | HookSpec]]) -> list[list[
         if spec.script:
             out.extend(check_script(spec.script, entry.path, spec.script_line, "hook",
                                     first_column=spec.script_column, owner=entry.label))
+            out.extend(_unreachable_keys(entry, spec))
         if spec.when is not None:
             out.extend(check_script(spec.when, entry.path, spec.when_line, "when",
                                     first_column=spec.when_column, owner=entry.label))

@@ -25,8 +25,11 @@ TextSink = Callable[[str], None]
 DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
+    # GitHub Copilot's OpenAI-compatible endpoint (ai-harness's default provider).
+    "copilot": "https://api.githubcopilot.com",
 }
-DEFAULT_KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
+                    "copilot": "GITHUB_TOKEN"}
 EXCERPT_CHARS = 500
 
 

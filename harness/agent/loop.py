@@ -44,6 +44,7 @@ from .base import (
     excerpt,
     is_loopback,
 )
+from .events import LoopHooks
 from .openai import OpenAIAdapter
 from .sse import iter_events
 from .transcript import Transcript
@@ -102,9 +103,13 @@ def resolve_settings(
     address (a local server), in which case no key is sent.
     """
     environ = os.environ if environ is None else environ
+    if config.problems:
+        raise ModelConfigError("the model block of harness.md is invalid: "
+                               + "; ".join(config.problems) + " (see harness validate)")
     provider = provider or config.provider or "openai"
     if provider not in DEFAULT_BASE_URLS:
-        raise ModelConfigError(f'unknown model provider "{provider}"; use openai or anthropic')
+        raise ModelConfigError(f'unknown model provider "{provider}"; use openai, anthropic '
+                               "or copilot")
     name = config.name
     if model and "://" in model:
         base_url = base_url or model
@@ -131,7 +136,7 @@ def resolve_settings(
 def make_adapter(settings: ModelSettings, system: str) -> Adapter:
     if settings.provider == "anthropic":
         return AnthropicAdapter(settings, system)
-    return OpenAIAdapter(settings, system)
+    return OpenAIAdapter(settings, system)  # openai and copilot (OpenAI-compatible)
 
 
 def run_agent(
@@ -185,6 +190,18 @@ class _Loop:
             ) -> AgentResult:
         # ``history``: the messages of an earlier result (its ``messages``), to continue
         # the same conversation with a new user turn (harness eval's ``turns:``).
+        self.hooks = hooks = LoopHooks(self.session, self.settings.name)
+        try:
+            return self._run(prompt, history)
+        except Exception as exc:
+            hooks.error(exc)
+            raise
+        finally:
+            hooks.close()
+
+    def _run(self, prompt: str, history: Sequence[Mapping[str, Any]] | None) -> AgentResult:
+        hooks = self.hooks
+        prompt = hooks.turn_start(prompt)
         if history:
             messages = [dict(m) for m in history]
             messages.append({"role": "user", "content": prompt})
@@ -201,20 +218,23 @@ class _Loop:
                 messages.append(turn.message)
                 self.transcript.message(turn.message)
                 if not turn.calls:
-                    return AgentResult(
-                        text=turn.text, rounds=rounds, calls=tuple(calls),
-                        results=tuple(results), messages=tuple(messages),
-                        stop_reason=turn.stop_reason, provider=self.settings.provider,
-                        model=self.settings.name)
-                if rounds >= self.limit:
-                    msg = (
-                        f"agent loop stopped: the model still asked for tools after {rounds} "
-                        f"rounds, the limit set by limits.max_tool_calls_per_turn "
-                        f"(or --max-rounds); raise it in harness.md if the task needs more"
-                    )
-                    self.session.emit("agent.round_limit", rounds=rounds, limit=self.limit,
-                                      error=msg)
-                    raise RoundLimitError(msg, rounds=rounds, messages=messages)
+                    reason = hooks.agent_stop(turn, rounds, calls, results)
+                    if reason is None:
+                        text = hooks.turn_end(turn.text, rounds, calls, results, turn.usage)
+                        return AgentResult(
+                            text=text, rounds=rounds, calls=tuple(calls),
+                            results=tuple(results), messages=tuple(messages),
+                            stop_reason=turn.stop_reason, provider=self.settings.provider,
+                            model=self.settings.name)
+                    # An agent.stop hook blocked: go on, its reason is the next user turn.
+                    self._limit(rounds, messages, "an agent.stop hook still refused the "
+                                "answer")
+                    rounds += 1
+                    nudge = {"role": "user", "content": reason}
+                    messages.append(nudge)
+                    self.transcript.message(nudge)
+                    continue
+                self._limit(rounds, messages, "the model still asked for tools")
                 rounds += 1
                 round_calls, round_results = self._run_tools(turn, rounds)
                 calls += round_calls
@@ -224,6 +244,17 @@ class _Loop:
                     self.transcript.message(message)
         finally:
             self.transcript.close()
+
+    def _limit(self, rounds: int, messages: list[dict[str, Any]], what: str) -> None:
+        if rounds < self.limit:
+            return
+        msg = (
+            f"agent loop stopped: {what} after {rounds} "
+            f"rounds, the limit set by limits.max_tool_calls_per_turn "
+            f"(or --max-rounds); raise it in harness.md if the task needs more"
+        )
+        self.session.emit("agent.round_limit", rounds=rounds, limit=self.limit, error=msg)
+        raise RoundLimitError(msg, rounds=rounds, messages=messages)
 
     # -- one model request -----------------------------------------------------------
 
@@ -235,7 +266,8 @@ class _Loop:
     def _ask(self, messages: list[dict[str, Any]], rounds: int) -> Turn:
         tools = self._definitions()
         self._names = _name_map(self.harness, self.session, self.adapter.format)
-        body = self.adapter.body(messages, tools)
+        sent, tools = self.hooks.completion_pre(messages, tools, rounds)
+        body = self.adapter.body(sent, tools)
         self.session.emit("model.request", round=rounds + 1, provider=self.adapter.provider,
                           model=self.settings.name, url=self.adapter.url,
                           messages=len(messages), tools=len(tools))
@@ -251,6 +283,7 @@ class _Loop:
             tool_calls=[{"id": c.id, "name": c.name, "arguments": c.raw_arguments}
                         for c in turn.calls],
             usage=turn.usage, duration_ms=round((time.perf_counter() - started) * 1000, 3))
+        self.hooks.completion_post(turn, rounds)
         return turn
 
     def _post(self, body: dict[str, Any]) -> Turn:

@@ -27,6 +27,12 @@ from harness.artifacts.params import (
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
+# Any meta.<x> name is valid (ai-harness); only meta.tool_register (= meta.register_tool)
+# is fired, since harness has no runtime hook, agent or call registration.
+META_EVENT_RE = re.compile(r"meta\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
+# ai-harness's sub-agent events: harness has no delegation, so they can never fire.
+UNSUPPORTED_EVENTS = ("delegation.pre", "delegation.post", "delegation.post_verify",
+                      "delegate.pre", "delegate.post")
 
 LOADING = ("always", "deferred")
 ON_ERROR = ("block", "allow")
@@ -55,7 +61,8 @@ TOOL_FIELDS: dict[str, dict[str, Any]] = {
 HOOK_FIELDS: dict[str, dict[str, Any]] = {
     "event": {"type": "string", "description": f"{', '.join(TOOL_EVENTS)} or custom.<name>",
               "anyOf": [{"enum": list(TOOL_EVENTS)},
-                        {"pattern": f"^{CUSTOM_EVENT_RE.pattern}$"}]},
+                        {"pattern": f"^{CUSTOM_EVENT_RE.pattern}$"},
+                        {"pattern": f"^{META_EVENT_RE.pattern}$"}]},
     "priority": {"type": "integer", "default": 100,
                  "description": "Lower runs first; ties in name order."},
     "when": {"type": ["string", "null"],
@@ -244,6 +251,13 @@ def event_problem(entry: Entry) -> Problem | None:
         return entry.problem((), "event-missing", f"{entry.label} has no event; add `event:` "
                              f"with one of {', '.join(TOOL_EVENTS)} or custom.<name>")
     event = entry.data["event"]
+    if isinstance(event, str) and (event in UNSUPPORTED_EVENTS or event.startswith("delegation.")):
+        return entry.problem(("event",), "event-unsupported", f"{entry.label} event {event!r} is "
+                             "an ai-harness sub-agent (delegation) event; harness has no "
+                             "sub-agents or delegation, so it would never fire; remove the "
+                             "hook or move its check to tool.pre / agent.stop")
+    if isinstance(event, str) and META_EVENT_RE.fullmatch(event):
+        return None
     if not isinstance(event, str) or not (event in TOOL_EVENTS or CUSTOM_EVENT_RE.fullmatch(event)):
         return entry.problem(("event",), "event-unknown", f"{entry.label} event {event!r} is "
                              f"unknown{suggest(str(event), TOOL_EVENTS)}; use one of "
@@ -398,7 +412,10 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
         "tool": obj(TOOL_FIELDS),
         "hook": obj(HOOK_FIELDS, HOOK_REQUIRED),
         "toolEntry": obj({**ENTRY_FIELDS, **TOOL_FIELDS}, ("name",)),
-        "hookEntry": obj({**ENTRY_FIELDS, **HOOK_FIELDS}, ("name", *HOOK_REQUIRED)),
+        # ai-harness keys bundle and inline hooks by `handler:` (the same as `name:`).
+        "hookEntry": {**obj({**ENTRY_FIELDS, "handler": ENTRY_FIELDS["name"], **HOOK_FIELDS},
+                            HOOK_REQUIRED),
+                      "anyOf": [{"required": ["name"]}, {"required": ["handler"]}]},
     }
     title, description = SCHEMA_FILES[kind]
     head: dict[str, Any] = {"$schema": METASCHEMA_URI,

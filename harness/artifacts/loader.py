@@ -155,6 +155,18 @@ def _entries(data: dict[str, Any], lines: KeyLines, rel: str, layer: str,
                                         f"got {item!r}"))
                 continue
             name = item.get("name")
+            if kind == "hook" and "handler" in item:
+                # ai-harness keys bundle and inline hooks by `handler:`; same meaning.
+                handler = item.get("handler")
+                if name is None:
+                    name = handler
+                elif handler != name:
+                    hline, hcol = lines.key((key, index, "handler"), (iline, icol))
+                    problems.append(Problem(path=rel, line=hline, column=hcol,
+                                            code="entry-name-conflict",
+                                            message=f'{key}[{index}] has name "{name}" and '
+                                            f'handler "{handler}"; they are the same key, '
+                                            "keep one"))
             if name is not None and not isinstance(name, str):
                 nline, ncol = lines.key((key, index, "name"), (iline, icol))
                 problems.append(Problem(path=rel, line=nline, column=ncol, code="field-type",
@@ -163,10 +175,18 @@ def _entries(data: dict[str, Any], lines: KeyLines, rel: str, layer: str,
                                         f"`name: my_{kind}`"))
                 continue
             if not name:
+                ident = "`name: ...` (or `handler: ...`)" if kind == "hook" else "`name: ...`"
                 problems.append(Problem(path=rel, line=iline, column=icol,
                                         code="entry-name-missing",
-                                        message=f"{key}[{index}] has no name; add `name: ...` "
+                                        message=f"{key}[{index}] has no name; add {ident} "
                                         f"to the {kind}"))
+                # Still check the rest of the entry: one missing key must not hide the
+                # others' problems. It is not loaded.
+                nameless = Entry(kind=kind, name=f"{key}[{index}]", data=item, lines=lines,
+                                 base=(key, index), path=rel, layer=layer, line=iline)
+                found: list[Problem] = []
+                (_tool if kind == "tool" else _hook)(nameless, found)
+                problems.extend(p for p in found if not p.code.endswith("-name-invalid"))
                 continue
             yield Entry(kind=kind, name=name, data=item, lines=lines, base=(key, index),
                         path=rel, layer=layer, line=iline)
@@ -200,7 +220,7 @@ def _entry_description(entry: Entry, problems: list[Problem]) -> str:
 def _hook(entry: Entry, problems: list[Problem]) -> HookSpec:
     problems.extend(checks.name_problems(entry))
     problems.extend(checks.unknown_keys(entry, checks.HOOK_KEYS if entry.body is not None
-                                        else (*checks.HOOK_KEYS, *checks.ENTRY_KEYS)))
+                                        else (*checks.HOOK_KEYS, *checks.ENTRY_KEYS, "handler")))
     values, errs = checks.hook_fields(entry)
     problems.extend(errs)
     if entry.body is not None:
@@ -221,6 +241,7 @@ def _bundle(path: Path, rel: str, layer: str, problems: list[Problem]) -> list[E
     problems.extend(probs)
     if fatal(probs):
         return []
+    problems.extend(fenced_yaml(raw, rel, data))
     if "tools" not in data and "hooks" not in data:
         problems.append(Problem(path=rel, line=1, column=1, severity="warning", code="bundle-empty",
                                 message=f"bundle {rel} has no tools: or hooks: list, so it adds "
@@ -254,6 +275,81 @@ def _artifact(path: Path, rel: str, kind: str, problems: list[Problem]) -> Entry
                  layer=f"{kind}s", body=body, line=1)
 
 
+# ai-harness artifact kinds harness does not read: folder or file -> what it is, what to do.
+UNSUPPORTED: dict[str, tuple[str, str]] = {
+    "agents": ("ai-harness sub-agent definitions", "harness has no sub-agents or delegation; "
+               "run each agent as its own harness project"),
+    "models": ("ai-harness model profiles (type: model)", "harness reads one model: block "
+               "in harness.md; copy the profile you use there"),
+    "compaction": ("ai-harness context-compaction policies (type: compaction)",
+                   "harness does not compact context; remove the folder"),
+    "context": ("ai-harness context sources", "harness sends only the harness.md body to the "
+                "model; move the text you need there"),
+    "identity.md": ("the ai-harness identity artifact (type: harness)", "harness uses the "
+                    "body of harness.md as the system prompt; move the text there"),
+}
+
+
+def unsupported_artifacts(dot: Path) -> list[Problem]:
+    """A warning for each ai-harness artifact kind under ``.harness/`` that harness would
+    otherwise ignore without a word (``artifact-unsupported``)."""
+    try:
+        with os.scandir(dot) as it:
+            found = sorted((e.name, e.is_dir()) for e in it)
+    except OSError:
+        return []
+    out = []
+    for name, is_dir in found:
+        rel = f"{DOT_HARNESS}/{name}" + ("/" if is_dir else "")
+        if name in UNSUPPORTED:
+            what, how = UNSUPPORTED[name]
+        elif not is_dir and name.endswith(".md"):
+            what, how = ("an ai-harness root-level artifact (bundle or context)",
+                         "harness reads bundles only from .harness/plugins/, builtins/ and "
+                         "overrides/; move it to .harness/plugins/ if it holds tools: or "
+                         "hooks: (its body is documentation there, not model context)")
+        else:
+            continue
+        out.append(Problem(path=rel, line=0, column=0, severity="warning",
+                           code="artifact-unsupported",
+                           message=f"{rel} {'holds' if is_dir else 'is'} {what}; harness "
+                                   f"does not read it: {how}"))
+    return out
+
+
+def fenced_yaml(raw: bytes, rel: str, data: Mapping[str, Any]) -> list[Problem]:
+    """Warn when the Markdown body holds a fenced YAML block with ``tools:``/``hooks:`` the
+    frontmatter lacks: only the frontmatter is read, so those entries do nothing."""
+    text = raw.decode("utf-8", "replace")
+    if "```" not in text:
+        return []
+    lines = text.split("\n")
+    closing = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if closing is None:
+        return []
+    out: list[Problem] = []
+    fence: str | None = None
+    for index in range(closing + 1, len(lines)):
+        line = lines[index]
+        stripped = line.strip()
+        if fence is None:
+            if stripped.startswith("```") and stripped[3:].strip().lower() in ("yaml", "yml"):
+                fence = stripped[:3]
+            continue
+        if stripped.startswith(fence):
+            fence = None
+            continue
+        for key in ("tools", "hooks"):
+            if line.startswith(f"{key}:") and key not in data:
+                out.append(Problem(
+                    path=rel, line=index + 1, column=1, severity="warning",
+                    code="body-yaml-ignored",
+                    message=f"{rel} has `{key}:` in a fenced YAML block of its body, which is "
+                            f"never read; move the {key}: list into the frontmatter between "
+                            "the --- lines"))
+    return out
+
+
 def _config_keys() -> tuple[str, ...]:
     from harness.config import KNOWN_KEYS
 
@@ -284,6 +380,7 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
             else:
                 target[e.kind].append(e)
 
+    problems.extend(unsupported_artifacts(dot))
     for layer in BUNDLE_DIRS:
         for rel, path in _md_files(dot / layer, f"{DOT_HARNESS}/{layer}", problems):
             add(_bundle(path, rel, layer, problems), layered)
@@ -298,6 +395,8 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
         if raw is not None:
             config_data, system_prompt, config_lines, probs = split(raw, HARNESS_MD, "config")
             problems.extend(probs)
+            if not fatal(probs):
+                problems.extend(fenced_yaml(raw, HARNESS_MD, config_data))
             known = _config_keys()
             for key in config_data:
                 if key not in known:

@@ -12,7 +12,31 @@ if TYPE_CHECKING:
 
 Severity = Literal["error", "warning"]
 
-TOOL_EVENTS = ("tool.pre", "tool.post", "session.start", "session.end", "meta.tool_register")
+TOOL_EVENTS = ("tool.pre", "tool.post", "session.start", "session.end", "meta.tool_register",
+               "turn.start", "turn.end", "completion.pre", "completion.post", "agent.stop",
+               "error", "meta.register_tool")
+
+# The keys each event's payload carries (harness/pipeline.py, core.py, agent/events.py);
+# validate warns when a hook reads a key its event never provides.
+_META_KEYS = ("name", "description", "parameters", "script", "by", "session", "replace")
+EVENT_PAYLOAD_KEYS: dict[str, tuple[str, ...]] = {
+    "tool.pre": ("id", "name", "arguments", "args", "session"),
+    "tool.post": ("id", "call_id", "name", "arguments", "session", "result", "content",
+                  "is_error", "error", "duration_ms"),
+    "session.start": ("session",),
+    "session.end": ("session",),
+    "meta.tool_register": _META_KEYS,
+    "meta.register_tool": _META_KEYS,
+    "turn.start": ("message", "turn", "session"),
+    "turn.end": ("response", "tool_calls", "tool_results", "usage", "rounds", "turn",
+                 "Response", "ToolCalls", "ToolResults", "Usage", "session"),
+    "completion.pre": ("model", "messages", "tools", "round", "session"),
+    "completion.post": ("model", "round", "text", "tool_calls", "finish_reason", "usage",
+                        "session"),
+    "agent.stop": ("response", "finish_reason", "iteration", "tool_calls", "tool_results",
+                   "usage", "turn", "session"),
+    "error": ("error", "kind", "turn", "session"),
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

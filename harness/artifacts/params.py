@@ -63,6 +63,10 @@ def a_type(value: Any) -> str:
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
+# Type names other formats use -> the JSON Schema name they load as (with a warning).
+TYPE_ALIASES = {"int": "integer", "bool": "boolean"}
+
+
 def suggest(word: str, choices: Any) -> str:
     """`` (did you mean "x"?)`` or ``""``."""
     match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
@@ -107,6 +111,13 @@ def build(
             continue
         ptype = spec.get("type")
         ok = True
+        if isinstance(ptype, str) and ptype in TYPE_ALIASES:
+            # ai-harness documents `int` / `bool`; load them as the JSON Schema names.
+            wanted = TYPE_ALIASES[ptype]
+            err((*at, "type"), "parameter-type-alias", f'{label} type "{ptype}" is loaded as '
+                f'"{wanted}"; write `type: {wanted}` (JSON Schema names the type so)', "warning")
+            ptype = wanted
+            spec = {**spec, "type": wanted}
         if ptype is None:
             err(at, "parameter-type-missing", f"{label} has no type; add `type:` with one of "
                 f"{', '.join(TYPES)}")

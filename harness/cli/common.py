@@ -64,14 +64,22 @@ def resolve_root(root: Path | None) -> Path:
 
 
 def load_or_exit(root: Path | None) -> Project:
-    """Load the project; when it has errors print each one on stderr and exit 2."""
-    from harness.artifacts.loader import load_project
+    """Load and check the project as ``harness call`` does (static script checks
+    included); when it has errors print each one on stderr and exit 2. Tools that
+    ``tools_policy`` denies are left out: nothing can call them."""
+    from dataclasses import replace
+
+    from harness.pipeline import policy_allows
+    from harness.validation import check_project
 
     base = resolve_root(root)
-    project = load_project(base)
+    project = check_project(base)
     if not project.ok:
         echo_problems([p for p in project.problems if p.severity == "error"], base)
         raise click.exceptions.Exit(LoadError.exit_code)
+    allowed = {n: t for n, t in project.tools.items() if policy_allows(project.config, n)}
+    if len(allowed) != len(project.tools):
+        project = replace(project, tools=allowed)
     return project
 
 

@@ -7,6 +7,7 @@ be listed, so it is a load error like ``harness call``'s; decision in docs/cli.m
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,24 @@ from harness.cli.common import handle_errors, load_or_exit, root_option
 SUMMARY_WIDTH = 80
 
 
-def first_line(text: str) -> str:
-    """The first non-blank line of ``text``, stripped."""
+def first_line(text: str, name: str = "") -> str:
+    """The first non-blank line of ``text``, stripped; a leading Markdown heading that only
+    repeats ``name`` (``# read_file``, ``## Read File``) is skipped."""
+    skipped = False
     for line in text.splitlines():
-        if line.strip():
-            return line.strip()
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if name and not skipped and stripped.startswith("#"):
+            skipped = True
+            if _words(stripped.lstrip("#")) == _words(name):
+                continue
+        return stripped
     return ""
+
+
+def _words(text: str) -> str:
+    return " ".join(re.split(r"[\s_.\-`]+", text.strip().lower())).strip()
 
 
 def _marks(tool: ToolSpec) -> list[str]:
@@ -57,7 +70,8 @@ def text_listing(project: Project) -> list[str]:
     width = max((len(t.name) for t in tools), default=0)
     for t in tools:
         marks = "".join(f" [{m}]" for m in _marks(t))
-        lines.append(f"  {t.name:<{width}}  {_short(first_line(t.description))}{marks}".rstrip())
+        lines.append(f"  {t.name:<{width}}  {_short(first_line(t.description, t.name))}"
+                     f"{marks}".rstrip())
     if not tools:
         lines.append("  (none)")
     lines.append(f"hooks ({len(hooks)}):")
@@ -75,7 +89,7 @@ def json_listing(project: Project) -> dict[str, Any]:
         "tools": [
             {
                 "name": t.name,
-                "description": first_line(t.description),
+                "description": first_line(t.description, t.name),
                 "loading": t.loading,
                 "enabled": t.enabled,
             }

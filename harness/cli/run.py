@@ -56,7 +56,7 @@ class _Console:
 @root_option
 @click.option("--model", default=None, metavar="NAME_OR_URL",
               help="Model name (overrides model.name); a URL sets the base URL instead.")
-@click.option("--provider", type=click.Choice(["openai", "anthropic"]), default=None,
+@click.option("--provider", type=click.Choice(["openai", "anthropic", "copilot"]), default=None,
               help="Wire format: OpenAI-compatible Chat Completions or Anthropic Messages.")
 @click.option("--base-url", default=None, metavar="URL",
               help="API base URL, e.g. http://localhost:11434/v1 (overrides model.base_url).")

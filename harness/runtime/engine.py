@@ -22,12 +22,14 @@ import starlark as sl
 from harness import surface
 from harness.errors import BuiltinError
 from harness.runtime import nesting
+from harness.runtime.builtins.calls import rename_calls
 from harness.runtime.context import CallContext, Outcome
 from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
 from harness.runtime.when import fast_when
 
 MAX_CALLSTACK = 64
-_FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta", "clock")  # clock after text
+_FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta", "pure", "session_state",
+             "calls", "fs_lines", "clock")  # clock after text: its time.now wins
 
 _ctx: contextvars.ContextVar[CallContext] = contextvars.ContextVar("harness_call_ctx")
 _ctx_set = _ctx.set
@@ -157,6 +159,11 @@ class Engine:
             # block() check their argument types and fail with a clear message.
             sl.eval(module, sl.parse("<decisions>", _DECISIONS, self._dialect), self._globals)
         module.add_callable("print", _print)
+        for name in surface.TOP_FUNCTIONS[kind]:
+            visible = surface.RENAMED_CALLS.get(name, name)
+            fn = self._functions.get(visible)
+            if fn is not None:
+                module.add_callable(visible, _Bound(name, fn))
         sl.eval(module, sl.parse("<prelude>", self._prelude(kind), self._dialect), self._globals)
         return module
 
@@ -168,7 +175,7 @@ class Engine:
         frozen = self._compiled.get(key)
         if frozen is not None:
             return frozen
-        padded = "\n" * max(line - 1, 0) + source
+        padded = "\n" * max(line - 1, 0) + rename_calls(source)
         deep = nesting.too_deep(padded)
         if deep is not None:  # the parser would overflow the native stack (SIGSEGV)
             raise TooDeep(f"{nesting.message('script' if kind != 'when' else 'when expression')}"

@@ -19,6 +19,7 @@ from harness import surface
 from harness.artifacts.model import Problem
 from harness.artifacts.params import suggest
 from harness.runtime import nesting
+from harness.runtime.builtins.calls import rename_calls
 
 ALWAYS = frozenset(("struct", "print", "fail"))
 WHEN_TARGET = "__when__"
@@ -65,6 +66,7 @@ def _globals() -> sl.Globals:
 def provided(kind: str) -> frozenset[str]:
     """Names our runtime binds for a script of ``kind`` besides Starlark's own."""
     names = set(ALWAYS) | set(surface.module_names(kind))
+    names |= {surface.RENAMED_CALLS.get(n, n) for n in surface.TOP_FUNCTIONS[kind]}
     if kind == "hook":
         names |= set(surface.HOOK_FUNCTIONS)
     if kind == "when":
@@ -103,6 +105,8 @@ def check_script(source: str, filename: str, first_line: int = 1, kind: str = "t
             return [several]
         text = f"{pad}{_WHEN_PREFIX}{source.strip()}\n)\n"
     else:
+        # log("x") and assert(...) run renamed (runtime/builtins/calls.py); check what runs.
+        source = rename_calls(source)
         text = pad + source
     # Deep nesting overflows the parser's native stack (SIGSEGV): refuse it first.
     deep = nesting.too_deep(text)
@@ -177,6 +181,7 @@ def check_script(source: str, filename: str, first_line: int = 1, kind: str = "t
             problems.append(_problem(filename, line, column, "script-type",
                                      f"{who}{what}: {head}", "warning"))
     problems.extend(_attributes(source, filename, first_line, first_column, kind, who, what))
+    problems.extend(_module_calls(source, filename, first_line, first_column, kind, who, what))
     if kind in ("tool", "hook"):
         problems.extend(_entry_point(source, filename, first_line, first_column, kind, who))
     return problems
@@ -205,6 +210,11 @@ def _shadowed(text: str, span: sl.ResolvedSpan, names: frozenset[str]) -> bool:
 
 def _undefined(filename: str, line: int, column: int, name: str, kind: str, who: str,
                what: str) -> Problem:
+    shown = {v: k for k, v in surface.RENAMED_CALLS.items()}.get(name, name)
+    if shown in surface.TOP_FUNCTIONS["tool"]:
+        where = {"tool": "tool scripts", "hook": "hook scripts", "when": "when expressions"}[kind]
+        return _problem(filename, line, column, "script-unavailable",
+                        f'{who}{what} calls {shown}(), which is not available in {where}')
     if name in surface.TOOL_MODULES or name in surface.HOOK_FUNCTIONS:
         where = {"tool": "tool scripts", "hook": "hook scripts", "when": "when expressions"}[kind]
         return _problem(filename, line, column, "script-unavailable",
@@ -401,3 +411,36 @@ def _entry_point(source: str, filename: str, first_line: int, first_column: int,
                          f"{who}script defines {name}() with {len(params)} parameter"
                          f"{'s' if len(params) != 1 else ''}; it must be `def {signature}:`")]
     return []
+
+
+_MODULE_CALL = re.compile(r"(?<![\w.])(?P<mod>{})[ \t]*\(".format("|".join(
+    sorted(surface.TOOL_MODULES, key=len, reverse=True))))
+
+
+def _module_calls(source: str, filename: str, first_line: int, first_column: int, kind: str,
+                  who: str, what: str) -> list[Problem]:
+    """``fs("x")``: a module called as a function fails at run time (``log(...)`` is the
+    one module that is also a function)."""
+    if "(" not in source:
+        return []
+    masked = _mask(source)
+    problems: list[Problem] = []
+    for match in _MODULE_CALL.finditer(masked):
+        mod = match.group("mod")
+        if mod not in surface.module_names(kind):
+            continue  # an unavailable module is reported by the globals check
+        if re.search(_REBIND % re.escape(mod), source, re.M) or re.search(
+                rf"def\s+{re.escape(mod)}\b|def\s+\w+\s*\([^)]*\b{re.escape(mod)}\b", source):
+            continue
+        start = match.start("mod")
+        line_in = source.count("\n", 0, start)
+        col = start - (source.rfind("\n", 0, start) + 1) + 1
+        line = first_line + line_in
+        column = col + (len(_WHEN_PREFIX) if kind == "when" and line_in == 0 else 0)
+        column = _shift(line, column, first_line, first_column, kind)
+        offers = ", ".join(surface.module_names(kind)[mod])
+        problems.append(_problem(filename, line, column, "script-module-call",
+                                 f'{who}{what} calls "{mod}" as a function, but {mod} is a '
+                                 f"module; call one of its functions ({offers}), e.g. "
+                                 f"{mod}.{surface.module_names(kind)[mod][0]}(...)"))
+    return problems

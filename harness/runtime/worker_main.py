@@ -175,8 +175,14 @@ class CacheProxy:
         encoded_size(key, value)  # size and JSON checks before anything crosses the pipe
         self._ask("set", key, _marshalable(value))
 
-    def delete(self, key: str) -> None:
-        self._ask("delete", key, None)
+    def delete(self, key: str) -> bool:
+        return bool(self._ask("delete", key, None))
+
+    def has(self, key: str) -> bool:
+        return bool(self._ask("has", key, None))
+
+    def clear(self) -> None:
+        self._ask("clear", "", None)
 
 
 class LogProxy:

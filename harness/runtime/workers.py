@@ -649,8 +649,12 @@ def _serve_cache(ctx: CallContext, payload: bytes) -> bytes:
             result = store.get(key, value)
         elif op == "set":
             store.set(key, value)
+        elif op == "has":
+            result = store.has(key)
+        elif op == "clear":
+            store.clear()
         else:
-            store.delete(key)
+            result = store.delete(key)
         return marshal.dumps((True, result))
     except BuiltinError as exc:
         return marshal.dumps((False, str(exc)))

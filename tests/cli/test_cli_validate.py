@@ -68,7 +68,8 @@ BROKEN = [
         "error",
         "event-missing",
         'hook "noevent" has no event; add `event:` with one of tool.pre, tool.post, '
-        "session.start, session.end, meta.tool_register or custom.<name>",
+        "session.start, session.end, meta.tool_register, turn.start, turn.end, completion.pre, "
+        "completion.post, agent.stop, error, meta.register_tool or custom.<name>",
     ),
     (
         "broken/.harness/tools/negative.md",

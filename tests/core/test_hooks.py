@@ -82,7 +82,7 @@ def test_pre_hooks_may_not_change_the_name(make_harness: MakeHarness) -> None:
     r = h.call("echo", {"path": "x"})
     assert r.is_error
     assert r.error == ('hook "renamer" failed: modify() may not change "name" in tool.pre '
-                       "(may change: arguments)")
+                       "(may change: args, arguments)")
 
 
 def test_post_hook_redacts_the_result(make_harness: MakeHarness) -> None:

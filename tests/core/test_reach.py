@@ -133,7 +133,7 @@ def test_missing_keys_stay_missing() -> None:
 
 @pytest.mark.parametrize(("body", "reason"), [
     ('return block(payload["name"] + ":" + str(payload.get("result", "none")))', "echo:none"),
-    ("return block(str(sorted(payload.keys())))", "[\"arguments\", \"id\", \"name\", \"session\"]"),
+    ("return block(str(sorted(payload.keys())))", "[\"args\", \"arguments\", \"id\", \"name\", \"session\"]"),
     ('return block(event)', "tool.pre"),
     ('return block(payload["arguments"]["path"] + "/" + event)', "p/tool.pre"),
     ('return block(str(payload["missing"]))', None),  # a missing key is still an error
@@ -155,7 +155,7 @@ def test_a_helper_with_the_same_parameter_name_sees_everything(
         "  def describe(payload):\n      return str(sorted(payload.keys()))\n"
         "  def handle(event, payload):\n      return block(describe(payload))\n---\nh\n")})
     assert h.call("echo", {"path": "p"}).error == (
-        'blocked by hook "h": ["arguments", "id", "name", "session"]')
+        'blocked by hook "h": ["args", "arguments", "id", "name", "session"]')
 
 
 @pytest.mark.parametrize("isolation", ["inprocess", "process"])

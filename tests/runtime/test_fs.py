@@ -38,7 +38,10 @@ def ctx(ws: Path) -> CallContext:
 
 
 def test_every_surface_name_is_implemented() -> None:
-    assert sorted(fs.FUNCTIONS) == sorted(f"fs.{n}" for n in TOOL_MODULES["fs"])
+    from harness.runtime.builtins import fs_lines
+
+    assert sorted({**fs.FUNCTIONS, **fs_lines.FUNCTIONS}) == sorted(
+        f"fs.{n}" for n in TOOL_MODULES["fs"])
 
 
 # ------------------------------------------------------------------- read/write

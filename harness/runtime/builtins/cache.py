@@ -59,11 +59,21 @@ class MemoryCache:
             self._data[key] = (encoded, size)
             self._bytes = new_total
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str) -> bool:
         with self._lock:
             old = self._data.pop(key, None)
             if old:
                 self._bytes -= old[1]
+            return old is not None
+
+    def has(self, key: str) -> bool:
+        with self._lock:
+            return key in self._data
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._bytes = 0
 
 
 def _store(ctx: CallContext) -> Any:
@@ -82,12 +92,24 @@ def get(ctx: CallContext, key: Any, default: Any = None) -> Any:
     return _store(ctx).get(_key("cache.get", key), default)
 
 
-def set_(ctx: CallContext, key: Any, value: Any) -> None:
+def set_(ctx: CallContext, key: Any, value: Any) -> Any:
+    """Store ``value``; returns it (ai-harness's ``cache.set`` does)."""
     _store(ctx).set(_key("cache.set", key), value)
+    return value
 
 
-def delete(ctx: CallContext, key: Any) -> None:
-    _store(ctx).delete(_key("cache.delete", key))
+def delete(ctx: CallContext, key: Any) -> bool:
+    """Remove ``key``; whether it was there."""
+    return bool(_store(ctx).delete(_key("cache.delete", key)))
 
 
-FUNCTIONS = {"cache.get": get, "cache.set": set_, "cache.delete": delete}
+def has(ctx: CallContext, key: Any) -> bool:
+    return bool(_store(ctx).has(_key("cache.has", key)))
+
+
+def clear(ctx: CallContext) -> None:
+    _store(ctx).clear()
+
+
+FUNCTIONS = {"cache.get": get, "cache.set": set_, "cache.delete": delete, "cache.has": has,
+             "cache.clear": clear}
