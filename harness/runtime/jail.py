@@ -502,6 +502,21 @@ class Jail:
         """Whether enumeration (list, glob, grep) must skip ``rel``."""
         return self._rule(_split(rel), self._current()) in ("hidden", "sensitive")
 
+    def hidden_entry(self, parent: tuple[str, ...], name: str) -> bool:
+        """:meth:`hidden` for ``name`` inside a directory whose folded components are
+        ``parent`` and which is itself not hidden (the walk checked it on the way
+        down): only the rules that can start applying at ``name`` are tested."""
+        low = name.casefold()
+        if _SENSITIVE_NAME.match(low) or low in SENSITIVE_DIRS:
+            return True
+        for seq in SENSITIVE_SEQUENCES:
+            if low == seq[-1] and parent[len(parent) - len(seq) + 1:] == seq[:-1]:
+                return True
+        rules = self._current()
+        depth = len(parent) + 1
+        return any(len(h) == depth and h[-1] == low and h[:-1] == parent
+                   for h in rules.hidden)
+
     def protected_targets(self) -> tuple[ProtectedTarget, ...]:
         """Every workspace-relative path protected now: the entries as configured, the
         places inside the workspace they lead to when they are (or lie below)
