@@ -31,7 +31,7 @@ import fnmatch
 import os
 import re
 import stat as st
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pathspec
@@ -137,7 +137,7 @@ def start_ignores(jail: _j.Jail, real: str) -> Ignores:
 class Pattern:
     """A glob split into components, run as an automaton over path components."""
 
-    __slots__ = ("kinds", "last", "parts", "tests")
+    __slots__ = ("kinds", "last", "memo", "parts", "tests")
 
     def __init__(self, parts: list[str]) -> None:
         self.parts = parts
@@ -148,6 +148,7 @@ class Pattern:
         self.tests: list[Callable[[str], Any] | None] = [
             re.compile(fnmatch.translate(p)).match if k == 1 else None
             for p, k in zip(parts, self.kinds, strict=True)]
+        self.memo: dict[tuple[tuple[int, ...], str], tuple[bool, tuple[int, ...]]] = {}
 
     def start(self) -> tuple[int, ...]:
         return self._closure((0,))
@@ -166,6 +167,15 @@ class Pattern:
 
     def step(self, states: tuple[int, ...], name: str) -> tuple[bool, tuple[int, ...]]:
         """(whether ``name`` matches the whole pattern, the states to descend with)."""
+        key = (states, name)
+        got = self.memo.get(key)
+        if got is None:
+            if len(self.memo) > 65536:
+                self.memo.clear()
+            got = self.memo[key] = self._step(states, name)
+        return got
+
+    def _step(self, states: tuple[int, ...], name: str) -> tuple[bool, tuple[int, ...]]:
         accept = False
         nxt: list[int] = []
         dot = name.startswith(".")
@@ -220,13 +230,51 @@ class Walk:
     def run(self, fd: int, real: str) -> Generator[tuple[int, str, str, str], None, None]:
         """Yield ``(dir_fd, name, rel, kind)``; ``dir_fd`` is valid until the next item.
         ``fd`` (the start directory, opened through the jail) is not closed."""
-        parent = tuple(_j._fold(p for p in real.split("/") if p))
-        yield from self._dir(fd, real, parent, self.pattern.start(), self.ignores)
+        jail, pattern, files_only = self.jail, self.pattern, self.files_only
+        folded = tuple(_j._fold(p for p in real.split("/") if p))
+        # one frame per open directory: (fd, rel, folded, states, ignores, entries)
+        stack = [self._frame(fd, real, folded, pattern.start(), self.ignores)]
+        try:
+            while stack:
+                dfd, rel, folded, states, ignores, entries = stack[-1]
+                if not entries:
+                    stack.pop()
+                    if stack:  # the start directory is the caller's to close
+                        os.close(dfd)
+                    continue
+                _key, name, kind = entries.pop()
+                accept, nxt = pattern.step(states, name)
+                if not accept and not (nxt and kind == DIR):
+                    continue
+                if jail.hidden_entry(folded, name):
+                    continue
+                crel = f"{rel}/{name}" if rel else name
+                if ignores and is_ignored(ignores, crel, kind == DIR):
+                    continue
+                if accept and (kind == FILE or not files_only):
+                    if kind != LINK or _link_visible(jail, crel):
+                        yield dfd, name, crel, kind
+                if nxt and kind == DIR:
+                    try:
+                        cfd = os.open(name, _NOFOLLOW_DIR, dir_fd=dfd)
+                    except OSError:
+                        continue  # vanished, swapped for a symlink, or unreadable
+                    try:
+                        frame = self._frame(cfd, crel, (*folded, name.casefold()), nxt,
+                                            ignores)
+                    except BaseException:
+                        os.close(cfd)
+                        raise
+                    stack.append(frame)
+        finally:
+            for frame in stack[1:]:
+                os.close(frame[0])
 
-    def _dir(self, dfd: int, rel: str, folded: tuple[str, ...], states: tuple[int, ...],
-             ignores: Ignores | None) -> Iterator[tuple[int, str, str, str]]:
+    def _frame(self, dfd: int, rel: str, folded: tuple[str, ...], states: tuple[int, ...],
+               ignores: Ignores | None) -> tuple[int, str, tuple[str, ...], tuple[int, ...],
+                                                 Ignores | None, list[tuple[str, str, str]]]:
+        """A directory's entries, sorted in reverse (popped from the end)."""
         self.tick()
-        jail, pattern = self.jail, self.pattern
         entries: list[tuple[str, str, str]] = []  # (sort key, name, kind)
         has_gitignore = False
         with os.scandir(dfd) as it:
@@ -243,33 +291,13 @@ class Walk:
                         kind = OTHER
                 except OSError:
                     continue
-                if name == GITIGNORE and kind == FILE:
+                if kind == FILE and name == GITIGNORE:
                     has_gitignore = True
                 entries.append((name + "/" if kind == DIR else name, name, kind))
-        entries.sort()
+        entries.sort(reverse=True)
         if ignores is not None and has_gitignore:
             ignores = _with_dir(ignores, dfd, rel)
-        for _key, name, kind in entries:
-            accept, nxt = pattern.step(states, name)
-            if not accept and not (nxt and kind == DIR):
-                continue
-            if jail.hidden_entry(folded, name):
-                continue
-            crel = f"{rel}/{name}" if rel else name
-            if ignores and is_ignored(ignores, crel, kind == DIR):
-                continue
-            if accept and (kind == FILE or not self.files_only):
-                if kind != LINK or _link_visible(jail, crel):
-                    yield dfd, name, crel, kind
-            if nxt and kind == DIR:
-                try:
-                    cfd = os.open(name, _NOFOLLOW_DIR, dir_fd=dfd)
-                except OSError:
-                    continue  # vanished, swapped for a symlink, or unreadable
-                try:
-                    yield from self._dir(cfd, crel, (*folded, name.casefold()), nxt, ignores)
-                finally:
-                    os.close(cfd)
+        return dfd, rel, folded, states, ignores, entries
 
 
 # ------------------------------------------------------------------------- the scan
