@@ -99,20 +99,21 @@ def _with_dir(ignores: Ignores, dfd: int, rel: str) -> Ignores:
     return (*ignores, (rel, spec)) if spec is not None else ignores
 
 
-def start_ignores(jail: _j.Jail, real: str) -> Ignores:
-    """The rules in force above the start directory ``real`` (its own are read by the
-    walk): ``.git/info/exclude`` and the ``.gitignore`` of each ancestor, dropped where
-    the path itself is ignored (an explicitly named directory is searched)."""
+def start_ignores(jail: _j.Jail, real: str, fd: int | None = None) -> Ignores:
+    """The rules in force in directory ``real``: ``.git/info/exclude`` and the
+    ``.gitignore`` of each ancestor, dropped where the path itself is ignored (a
+    directory named explicitly is searched). With ``fd`` (a handle of ``real``), its
+    own ``.gitignore`` too; the walk reads it otherwise."""
     ignores: Ignores = ()
     try:
-        fd, _r = jail.open(".git/info", _j.DIR_FLAGS)
+        info, _r = jail.open(".git/info", _j.DIR_FLAGS)
     except (JailError, BuiltinError, OSError):
         pass
     else:
         try:
-            data = _read_small(fd, "exclude")
+            data = _read_small(info, "exclude")
         finally:
-            os.close(fd)
+            os.close(info)
         spec = _spec(data) if data else None
         if spec is not None:
             ignores = (("", spec),)
@@ -120,15 +121,17 @@ def start_ignores(jail: _j.Jail, real: str) -> Ignores:
     for depth in range(len(parts)):
         here = "/".join(parts[:depth])
         try:
-            fd, _r = jail.open(here or ".", _j.DIR_FLAGS)
+            dfd, _r = jail.open(here or ".", _j.DIR_FLAGS)
         except (JailError, BuiltinError, OSError):
             return ()
         try:
-            ignores = _with_dir(ignores, fd, here)
+            ignores = _with_dir(ignores, dfd, here)
         finally:
-            os.close(fd)
+            os.close(dfd)
         if is_ignored(ignores, "/".join(parts[:depth + 1]), True):
             ignores = ()
+    if fd is not None:
+        ignores = _with_dir(ignores, fd, real)
     return ignores
 
 

@@ -403,17 +403,22 @@ def _entry(jail: _j.Jail, dfd: int, name: str, rel: str) -> tuple[bool, int, str
 
 
 @_builtin("fs.list")
-def list_(ctx: CallContext, path: Any = ".") -> list[dict[str, Any]]:
+def list_(ctx: CallContext, path: Any = ".", include_ignored: Any = True
+          ) -> list[dict[str, Any]]:
     path = _str("fs.list", "path", path)
+    include_ignored = _bool("fs.list", "include_ignored", include_ignored)
     jail = _jail(ctx)
     fd, real = jail.open(path, _j.DIR_FLAGS)
     out = []
     try:
         with os.scandir(fd) as it:
             names = sorted(e.name for e in it)
+        ignores = None if include_ignored else _s.start_ignores(jail, real, fd)
         for name in names:
-            got = _entry(jail, fd, name, f"{real}/{name}" if real else name)
-            if got is not None:
+            rel = f"{real}/{name}" if real else name
+            got = _entry(jail, fd, name, rel)
+            if got is not None and not (ignores and _s.is_ignored(
+                    ignores, rel, got[2] == "dir")):
                 out.append({"name": name, "is_dir": got[0], "size": got[1]})
     finally:
         os.close(fd)
@@ -451,14 +456,22 @@ def _walk(ctx: CallContext, name: str, jail: _j.Jail, fd: int, real: str, parts:
 
 
 def _glob(ctx: CallContext, name: str, jail: _j.Jail, base: str, parts: list[str],
-          limit: int, include_ignored: bool) -> list[tuple[str, str]]:
+          limit: int, include_ignored: bool, details: bool = False) -> list[tuple[Any, ...]]:
+    """Sorted (path, kind) of the matches, or (path, kind, is_dir, size) with ``details``
+    (what fs.stat says: a symlink is described by its target)."""
     fd, real = jail.open(base, _j.DIR_FLAGS)
-    found: list[tuple[str, str]] = []
+    found: list[tuple[Any, ...]] = []
     try:
         with contextlib.closing(_walk(ctx, name, jail, fd, real, parts,
                                       include_ignored)) as walk:
-            for _dfd, _name, rel, kind in walk:
-                found.append((rel, kind))
+            for dfd, child, rel, kind in walk:
+                if details:
+                    got = _entry(jail, dfd, child, rel)
+                    if got is None:
+                        continue
+                    found.append((rel, kind, got[0], got[1]))
+                else:
+                    found.append((rel, kind))
                 if len(found) > limit:
                     raise BuiltinError(f"{name}: more than {limit} paths match; use a "
                                        "narrower pattern")
@@ -468,14 +481,20 @@ def _glob(ctx: CallContext, name: str, jail: _j.Jail, base: str, parts: list[str
 
 
 @_builtin("fs.glob")
-def glob(ctx: CallContext, pattern: Any, include_ignored: Any = False) -> list[str]:
+def glob(ctx: CallContext, pattern: Any, include_ignored: Any = False,
+         details: Any = False) -> list[Any]:
     jail = _jail(ctx)
     parts = _glob_parts("fs.glob", pattern, jail)
     include_ignored = _bool("fs.glob", "include_ignored", include_ignored)
+    details = _bool("fs.glob", "details", details)
     if not parts:
         return []
-    return [p for p, _kind in _glob(ctx, "fs.glob", jail, ".", parts, MAX_GLOB_RESULTS,
-                                    include_ignored)]
+    found = _glob(ctx, "fs.glob", jail, ".", parts, MAX_GLOB_RESULTS, include_ignored,
+                  details)
+    if details:
+        return [{"path": p, "is_dir": is_dir, "size": size}
+                for p, _kind, is_dir, size in found]
+    return [p for p, _kind in found]
 
 
 @functools.lru_cache(maxsize=256)
