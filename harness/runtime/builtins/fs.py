@@ -465,8 +465,13 @@ def _glob(ctx: CallContext, name: str, jail: _j.Jail, base: str, parts: list[str
         with contextlib.closing(_walk(ctx, name, jail, fd, real, parts,
                                       include_ignored)) as walk:
             for dfd, child, rel, kind in walk:
-                if details:
-                    got = _entry(jail, dfd, child, rel)
+                if details:  # the walk checked the rules; a link is described by _entry
+                    try:
+                        info = os.stat(child, dir_fd=dfd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    got = ((st.S_ISDIR(info.st_mode), info.st_size, kind)
+                           if not st.S_ISLNK(info.st_mode) else _entry(jail, dfd, child, rel))
                     if got is None:
                         continue
                     found.append((rel, kind, got[0], got[1]))
