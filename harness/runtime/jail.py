@@ -514,6 +514,12 @@ class Jail:
         """Whether enumeration (list, glob, grep) must skip ``rel``."""
         return self._rule(_split(rel), self._current()) in ("hidden", "sensitive")
 
+    def refresh(self) -> None:
+        """Revalidate the protected rules now (a walk does it per directory, as an
+        open does, so a protected entry re-pointed meanwhile is seen)."""
+        root, info = self._root_stat()
+        self._refresh(root, info)
+
     def hidden_entry(self, parent: tuple[str, ...], name: str) -> bool:
         """:meth:`hidden` for ``name`` inside a directory whose folded components are
         ``parent`` and which is itself not hidden (the walk checked it on the way

@@ -278,6 +278,7 @@ class Walk:
                                                  Ignores | None, list[tuple[str, str, str]]]:
         """A directory's entries, sorted in reverse (popped from the end)."""
         self.tick()
+        self.jail.refresh()
         entries: list[tuple[str, str, str]] = []  # (sort key, name, kind)
         has_gitignore = False
         with os.scandir(dfd) as it:
