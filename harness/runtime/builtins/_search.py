@@ -34,7 +34,6 @@ import stat as st
 from collections.abc import Callable, Generator
 from typing import Any
 
-import pathspec
 import re2
 
 from harness.errors import BuiltinError, JailError
@@ -65,6 +64,8 @@ def _spec(data: bytes) -> Any:
     lines = data.decode("utf-8", "replace").splitlines()
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
+    import pathspec  # noqa: PLC0415 - ~20 ms; only where a .gitignore exists
+
     return pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
 
 
