@@ -368,3 +368,12 @@ def test_grep_over_many_files_has_no_path_cap(ctx: CallContext, ws: Path) -> Non
     for i in range(300):
         (ws / f"f{i:03}.txt").write_text("" if i < 299 else "last\n")
     assert fs.grep(ctx, "last") == [{"path": "f299.txt", "line": 1, "text": "last"}]
+
+
+def test_bad_gitignore_lines_are_skipped(ctx: CallContext, ws: Path) -> None:
+    """As git does: an invalid line is ignored, the valid ones still apply."""
+    (ws / ".gitignore").write_bytes(b"!\n\\\n[z-a]\n[[:foo:]]\na\\\n*.log\n\xff\n")
+    (ws / "a.log").write_text("hit\n")
+    (ws / "b.txt").write_text("hit\n")
+    assert fs.glob(ctx, "*") == ["b.txt"]
+    assert fs.grep(ctx, "hit") == [{"path": "b.txt", "line": 1, "text": "hit"}]

@@ -31,6 +31,7 @@ import fnmatch
 import os
 import re
 import stat as st
+import warnings
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -61,12 +62,33 @@ Ignores = tuple[tuple[str, Any], ...]  # (directory, GitIgnoreSpec), shallowest 
 
 
 def _spec(data: bytes) -> Any:
+    """The rules of one ignore file; lines pathspec cannot compile are skipped, as git
+    skips invalid patterns (None if no rule is left)."""
     lines = data.decode("utf-8", "replace").splitlines()
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
     import pathspec  # noqa: PLC0415 - ~20 ms; only where a .gitignore exists
 
-    return pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
+    def build(some: list[str]) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pathspec.GitIgnoreSpec.from_lines(some, backend="re2")
+
+    try:
+        return build(lines)
+    except Exception:  # noqa: BLE001 - pathspec and RE2 raise several kinds
+        pass
+    good = []
+    for line in lines:
+        try:
+            build([line])
+        except Exception:  # noqa: BLE001, S112 - an invalid line: skipped
+            continue
+        good.append(line)
+    try:
+        return build(good) if good else None
+    except Exception:  # noqa: BLE001 - valid alone, not together: honour none
+        return None
 
 
 def is_ignored(ignores: Ignores, rel: str, is_dir: bool) -> bool:
