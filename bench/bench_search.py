@@ -2,7 +2,7 @@
 
 Run: python bench/bench_search.py [--rounds N] [--cache DIR]
 
-The tree is the django and sympy wheels, fetched once with ``pip download --no-deps``
+The tree is the django 5.2.19 and sympy 1.14.0 wheels, fetched once with ``pip download --no-deps``
 and unpacked into ``~/.cache/harness-bench/project/tree`` (``--cache`` to move it):
 about 5,240 files, 61 MB. A ``.gitignore`` typical of Python projects sits at its root
 (it ignores nothing there, so every tool sees the same files; the rules are still
@@ -48,6 +48,7 @@ from harness.runtime.context import CallContext
 from harness.starter import files as starter_files
 
 WHEELS = ("django", "sympy")
+PINS = ("django==5.2.19", "sympy==1.14.0")  # the tree the documented figures used
 GITIGNORE = """\
 # Python
 __pycache__/
@@ -100,7 +101,7 @@ def build(cache: Path) -> Path:
         wheels.mkdir(parents=True, exist_ok=True)
         if not all(any(wheels.glob(f"{w}-*.whl")) for w in WHEELS):
             subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                            "-d", str(wheels), *WHEELS], check=True)
+                            "-d", str(wheels), *PINS], check=True)
         shutil.rmtree(tree, ignore_errors=True)
         tree.mkdir(parents=True)
         for w in WHEELS:
