@@ -40,6 +40,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fnmatch
+import functools
 import os
 import platform
 import posixpath
@@ -183,6 +184,17 @@ def is_sensitive(parts: Sequence[str]) -> bool:
         if any(tuple(folded[i:i + n]) == seq for i in range(len(folded))):
             return True
     return False
+
+
+_SEQUENCE_ENDS = frozenset(seq[-1] for seq in SENSITIVE_SEQUENCES)
+
+
+@functools.lru_cache(maxsize=8192)
+def _name_rule(name: str) -> tuple[str, bool, bool]:
+    """(folded name, sensitive by name alone, ends a sensitive sequence)."""
+    low = name.casefold()
+    return (low, bool(_SENSITIVE_NAME.match(low)) or low in SENSITIVE_DIRS,
+            low in _SEQUENCE_ENDS)
 
 
 def _split(rel: str) -> list[str]:
@@ -501,6 +513,27 @@ class Jail:
     def hidden(self, rel: str) -> bool:
         """Whether enumeration (list, glob, grep) must skip ``rel``."""
         return self._rule(_split(rel), self._current()) in ("hidden", "sensitive")
+
+    def refresh(self) -> None:
+        """Revalidate the protected rules now (a walk does it per directory, as an
+        open does, so a protected entry re-pointed meanwhile is seen)."""
+        root, info = self._root_stat()
+        self._refresh(root, info)
+
+    def hidden_entry(self, parent: tuple[str, ...], name: str) -> bool:
+        """:meth:`hidden` for ``name`` inside a directory whose folded components are
+        ``parent`` and which is itself not hidden (the walk checked it on the way
+        down): only the rules that can start applying at ``name`` are tested."""
+        low, sensitive, last = _name_rule(name)
+        if sensitive:
+            return True
+        if last:
+            for seq in SENSITIVE_SEQUENCES:
+                if low == seq[-1] and parent[len(parent) - len(seq) + 1:] == seq[:-1]:
+                    return True
+        depth = len(parent) + 1
+        return any(len(h) == depth and h[-1] == low and h[:-1] == parent
+                   for h in self._current().hidden)
 
     def protected_targets(self) -> tuple[ProtectedTarget, ...]:
         """Every workspace-relative path protected now: the entries as configured, the

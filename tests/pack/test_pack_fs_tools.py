@@ -174,3 +174,32 @@ def test_search_files_caps_and_errors(ws: Path) -> None:
         ws, "search_files", {"pattern": "(?<=a)b"})
     report = call(ws, "search_files", {"pattern": "x", "max_matches": 0})
     assert report["exit_code"] == 1 and "$.max_matches" in report["text"]
+
+
+# -- .gitignore --------------------------------------------------------------------------
+
+
+def test_search_and_list_honour_gitignore(ws: Path) -> None:
+    (ws / ".gitignore").write_text("build/\n*.log\n!keep.log\n")
+    (ws / "build").mkdir()
+    (ws / "build" / "out.py").write_text("print('hello')\n")
+    (ws / "debug.log").write_text("hello\n")
+    (ws / "keep.log").write_text("hello\n")
+    found = {m["path"] for m in ok(ws, "search_files", {"pattern": "hello"})["matches"]}
+    assert found == {"src/app.py", "keep.log"}
+    every = ok(ws, "search_files", {"pattern": "hello", "include_ignored": True})
+    assert {m["path"] for m in every["matches"]} == found | {"build/out.py", "debug.log"}
+    listed = [e["path"] for e in ok(ws, "list_files", {"pattern": "**/*"})["entries"]]
+    assert "build" not in listed and "debug.log" not in listed and "keep.log" in listed
+    listed = [e["path"] for e in ok(ws, "list_files", {"pattern": "**/*",
+                                                       "include_ignored": True})["entries"]]
+    assert "build/out.py" in listed and "debug.log" in listed
+    children = [e["path"] for e in ok(ws, "list_files")["entries"]]
+    assert "build" not in children and "keep.log" in children
+    children = [e["path"] for e in ok(ws, "list_files", {"include_ignored": True})["entries"]]
+    assert "build" in children and "debug.log" in children
+    # a directory named explicitly is searched even though it is ignored
+    inside = ok(ws, "search_files", {"pattern": "hello", "path": "build"})
+    assert [m["path"] for m in inside["matches"]] == ["build/out.py"]
+    assert "$.include_ignored" in call(ws, "search_files", {
+        "pattern": "x", "include_ignored": "yes"})["text"]

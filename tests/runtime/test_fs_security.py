@@ -472,6 +472,48 @@ def test_race_grep_and_glob_never_see_outside(ctx: CallContext, tmp_path: Path) 
     _race(ctx, "d", inside, str(tmp_path / "outside"), attempt, both=False)
 
 
+def test_race_grep_walk_below_the_root(ctx: CallContext, tmp_path: Path) -> None:
+    """fs.grep/fs.glob's walk opens each child relative to its directory handle: a
+    file or directory deep in the tree swapped for a symlink leaving the workspace, or
+    a .gitignore swapped for one, is never read or entered."""
+    ws = ctx.config.workspace
+    (ws / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "outside" / "f").write_text(SECRET)
+    (tmp_path / "outside" / "ignore").write_text("*\n")
+
+    def inside_file(p: Path) -> None:
+        p.write_text("inside\n")
+
+    def inside_dir(p: Path) -> None:
+        p.mkdir()
+        (p / "f").write_text("inside\n")
+
+    def attempt() -> None:
+        found = fs.grep(ctx, ".", max_matches=10000)
+        assert all(m["text"] != SECRET for m in found)
+        assert all("outside" not in p for p in fs.glob(ctx, "**/*"))
+
+    def attempt_ignore() -> None:  # the outside "*" must never hide sub/deeper/keep
+        assert fs.glob(ctx, "sub/deeper/keep") == ["sub/deeper/keep"]
+
+    def clear(*names: str) -> None:  # the swap may have left either side anywhere
+        for name in names:
+            p = ws / name
+            if p.is_symlink() or p.is_file():
+                p.unlink()
+            elif p.is_dir():
+                shutil.rmtree(p)
+
+    _race(ctx, "sub/deeper/victim", inside_file, str(tmp_path / "outside" / "f"), attempt,
+          both=False)
+    clear(".other", "sub/deeper/victim")
+    _race(ctx, "sub/deeper/d", inside_dir, str(tmp_path / "outside"), attempt, both=False)
+    clear(".other", "sub/deeper/d")
+    (ws / "sub" / "deeper" / "keep").write_text("x")
+    _race(ctx, "sub/deeper/.gitignore", lambda p: p.write_text("nothing\n"),
+          str(tmp_path / "outside" / "ignore"), attempt_ignore, both=False)
+
+
 def test_race_write_below_a_directory_swapped_for_symlink(ctx: CallContext,
                                                          tmp_path: Path) -> None:
     def inside(p: Path) -> None:

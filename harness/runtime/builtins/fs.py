@@ -28,13 +28,14 @@ import os
 import secrets
 import stat as st
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, TypeVar
 
 import re2
 
 from harness.errors import BuiltinError, JailError
 from harness.runtime import jail as _j
+from harness.runtime.builtins import _search as _s
 from harness.runtime.builtins._edit import apply_edit
 from harness.runtime.context import CallContext
 
@@ -402,17 +403,22 @@ def _entry(jail: _j.Jail, dfd: int, name: str, rel: str) -> tuple[bool, int, str
 
 
 @_builtin("fs.list")
-def list_(ctx: CallContext, path: Any = ".") -> list[dict[str, Any]]:
+def list_(ctx: CallContext, path: Any = ".", include_ignored: Any = True
+          ) -> list[dict[str, Any]]:
     path = _str("fs.list", "path", path)
+    include_ignored = _bool("fs.list", "include_ignored", include_ignored)
     jail = _jail(ctx)
     fd, real = jail.open(path, _j.DIR_FLAGS)
     out = []
     try:
         with os.scandir(fd) as it:
             names = sorted(e.name for e in it)
+        ignores = None if include_ignored else _s.start_ignores(jail, real, fd)
         for name in names:
-            got = _entry(jail, fd, name, f"{real}/{name}" if real else name)
-            if got is not None:
+            rel = f"{real}/{name}" if real else name
+            got = _entry(jail, fd, name, rel)
+            if got is not None and not (ignores and _s.is_ignored(
+                    ignores, rel, got[2] == "dir")):
                 out.append({"name": name, "is_dir": got[0], "size": got[1]})
     finally:
         os.close(fd)
@@ -432,89 +438,68 @@ def _glob_parts(name: str, pattern: Any, jail: _j.Jail) -> list[str]:
     return parts
 
 
-def _has_magic(s: str) -> bool:
-    return any(c in s for c in "*?[")
+def _bool(name: str, arg: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise BuiltinError(f"{name}: {arg} must be a boolean, got {type(value).__name__}")
+    return value
 
 
-def _walk(ctx: CallContext, name: str, jail: _j.Jail, dfd: int, rel: str,
-          parts: list[str], seen: set[str]) -> Iterator[tuple[str, str]]:
-    """(workspace-relative path, kind) of entries below ``dfd`` matching ``parts``.
-
-    Never follows a symlinked directory; skips hidden and sensitive entries; ``*``
-    and ``**`` skip names starting with ``.`` unless the pattern names them."""
-    if not parts:
-        return
-    _deadline(ctx, name)
-    head, rest = parts[0], parts[1:]
-    if head == "**":
-        if rest:  # "**" as zero directories
-            yield from _walk(ctx, name, jail, dfd, rel, rest, seen)
-        for child in sorted(os.listdir(dfd)):
-            crel = f"{rel}/{child}" if rel else child
-            if child.startswith("."):
-                continue
-            got = _entry(jail, dfd, child, crel)
-            if got is None:
-                continue
-            if not rest and crel not in seen:
-                seen.add(crel)
-                yield crel, got[2]
-            if got[2] == "dir":
-                yield from _descend(ctx, name, jail, dfd, child, crel, parts, seen)
-        return
-    if _has_magic(head):
-        names = [n for n in sorted(os.listdir(dfd))
-                 if _j.fnmatch.fnmatchcase(n, head) and (head.startswith(".")
-                                                         or not n.startswith("."))]
-    else:
-        names = [head]
-    for child in names:
-        crel = f"{rel}/{child}" if rel else child
-        got = _entry(jail, dfd, child, crel)
-        if got is None:
-            continue
-        if not rest:
-            if crel not in seen:
-                seen.add(crel)
-                yield crel, got[2]
-        elif got[2] == "dir":
-            yield from _descend(ctx, name, jail, dfd, child, crel, rest, seen)
-
-
-def _descend(ctx: CallContext, name: str, jail: _j.Jail, dfd: int, child: str, crel: str,
-             parts: list[str], seen: set[str]) -> Iterator[tuple[str, str]]:
-    try:
-        cfd = os.open(child, _j.DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dfd)
-    except OSError:
-        return  # vanished, swapped for a symlink, or unreadable: nothing to see
-    try:
-        yield from _walk(ctx, name, jail, cfd, crel, parts, seen)
-    finally:
-        os.close(cfd)
+def _walk(ctx: CallContext, name: str, jail: _j.Jail, fd: int, real: str, parts: list[str],
+          include_ignored: bool, files_only: bool = False
+          ) -> Generator[tuple[int, str, str, str], None, None]:
+    """(dir_fd, name, workspace-relative path, kind) of the entries below the directory
+    ``fd`` (resolved path ``real``) matching ``parts``; see :mod:`._search`."""
+    ignores = None if include_ignored else _s.start_ignores(jail, real)
+    walk = _s.Walk(jail, _s.Pattern(parts), ignores=ignores,
+                   tick=functools.partial(_deadline, ctx, name), files_only=files_only)
+    return walk.run(fd, real)
 
 
 def _glob(ctx: CallContext, name: str, jail: _j.Jail, base: str, parts: list[str],
-          limit: int) -> list[tuple[str, str]]:
+          limit: int, include_ignored: bool, details: bool = False) -> list[tuple[Any, ...]]:
+    """Sorted (path, kind) of the matches, or (path, kind, is_dir, size) with ``details``
+    (what fs.stat says: a symlink is described by its target)."""
     fd, real = jail.open(base, _j.DIR_FLAGS)
-    found: list[tuple[str, str]] = []
+    found: list[tuple[Any, ...]] = []
     try:
-        for item in _walk(ctx, name, jail, fd, real, parts, set()):
-            found.append(item)
-            if len(found) > limit:
-                raise BuiltinError(f"{name}: more than {limit} paths match; use a narrower "
-                                   "pattern")
+        with contextlib.closing(_walk(ctx, name, jail, fd, real, parts,
+                                      include_ignored)) as walk:
+            for dfd, child, rel, kind in walk:
+                if details:  # the walk checked the rules; a link is described by _entry
+                    try:
+                        info = os.stat(child, dir_fd=dfd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    got = ((st.S_ISDIR(info.st_mode), info.st_size, kind)
+                           if not st.S_ISLNK(info.st_mode) else _entry(jail, dfd, child, rel))
+                    if got is None:
+                        continue
+                    found.append((rel, kind, got[0], got[1]))
+                else:
+                    found.append((rel, kind))
+                if len(found) > limit:
+                    raise BuiltinError(f"{name}: more than {limit} paths match; use a "
+                                       "narrower pattern")
     finally:
         os.close(fd)
     return sorted(found)
 
 
 @_builtin("fs.glob")
-def glob(ctx: CallContext, pattern: Any) -> list[str]:
+def glob(ctx: CallContext, pattern: Any, include_ignored: Any = False,
+         details: Any = False) -> list[Any]:
     jail = _jail(ctx)
     parts = _glob_parts("fs.glob", pattern, jail)
+    include_ignored = _bool("fs.glob", "include_ignored", include_ignored)
+    details = _bool("fs.glob", "details", details)
     if not parts:
         return []
-    return [p for p, _kind in _glob(ctx, "fs.glob", jail, ".", parts, MAX_GLOB_RESULTS)]
+    found = _glob(ctx, "fs.glob", jail, ".", parts, MAX_GLOB_RESULTS, include_ignored,
+                  details)
+    if details:
+        return [{"path": p, "is_dir": is_dir, "size": size}
+                for p, _kind, is_dir, size in found]
+    return [p for p, _kind in found]
 
 
 @functools.lru_cache(maxsize=256)
@@ -527,12 +512,18 @@ def _compile(pattern: str) -> Any:
                            "backreferences or lookaround)") from None
 
 
+@functools.lru_cache(maxsize=256)
+def _scanner(pattern: str) -> _s.Scanner:
+    return _s.Scanner(pattern, _compile(pattern), MAX_GREP_LINE_CHARS)
+
+
 @_builtin("fs.grep")
 def grep(ctx: CallContext, pattern: Any, path: Any = ".", glob: Any = "**/*",
-         max_matches: Any = 100) -> list[dict[str, Any]]:
-    regex = _compile(_str("fs.grep", "pattern", pattern))
+         max_matches: Any = 100, include_ignored: Any = False) -> list[dict[str, Any]]:
+    scanner = _scanner(_str("fs.grep", "pattern", pattern))
     path = _str("fs.grep", "path", path)
     limit = _int("fs.grep", "max_matches", max_matches, 1, MAX_GREP_MATCHES)
+    include_ignored = _bool("fs.grep", "include_ignored", include_ignored)
     jail = _jail(ctx)
     parts = _glob_parts("fs.grep", glob, jail)
     fd, real = jail.open(path, _j.PROBE_FLAGS)
@@ -540,34 +531,35 @@ def grep(ctx: CallContext, pattern: Any, path: Any = ".", glob: Any = "**/*",
         is_dir = st.S_ISDIR(os.fstat(fd).st_mode)
     finally:
         os.close(fd)
-    if is_dir:
-        files = [p for p, kind in _glob(ctx, "fs.grep", jail, path, parts or ["**", "*"],
-                                        10 * MAX_GLOB_RESULTS) if kind == "file"]
-    else:
-        files = [real]
     cap = _cap(ctx)
     out: list[dict[str, Any]] = []
-    for rel in files:
-        _deadline(ctx, "fs.grep")
+    if not is_dir:
         try:
-            fd, _r = jail.open(rel, _j.READ_FLAGS)
+            fd, real = jail.open(real, _j.READ_FLAGS)
         except (JailError, OSError):
-            continue
+            return out
         try:
-            info = os.fstat(fd)
-            if not st.S_ISREG(info.st_mode) or info.st_size > cap:
-                continue
-            data = _read_fd(fd, cap)
+            data = _s.read_open(fd, cap)
         finally:
             os.close(fd)
-        if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-            continue
-        for number, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
-            line = line.removesuffix("\r")
-            if regex.search(line):
-                out.append({"path": rel, "line": number, "text": line[:MAX_GREP_LINE_CHARS]})
+        if data is not None and data.find(b"\x00", 0, BINARY_SNIFF_BYTES) < 0:
+            out.extend({"path": real, "line": n, "text": t} for n, t in scanner.scan(data, limit))
+        return out
+    fd, real = jail.open(path, _j.DIR_FLAGS)
+    try:
+        with contextlib.closing(_walk(ctx, "fs.grep", jail, fd, real, parts or ["**", "*"],
+                                      include_ignored, files_only=True)) as walk:
+            for dfd, name, rel, _kind in walk:
+                _deadline(ctx, "fs.grep")
+                data = _s.read_file(dfd, name, cap)
+                if data is None or data.find(b"\x00", 0, BINARY_SNIFF_BYTES) >= 0:
+                    continue
+                for number, text in scanner.scan(data, limit - len(out)):
+                    out.append({"path": rel, "line": number, "text": text})
                 if len(out) >= limit:
-                    return out
+                    break
+    finally:
+        os.close(fd)
     return out
 
 
