@@ -231,7 +231,8 @@ def test_harness_close_leaves_no_prepared_sandbox(ws: Path) -> None:
     h = harness.load(ws)
     assert h.call("nap", {}).value is True
     assert h.call("nap", {}).value is True
-    assert _stub_sandboxes(), "nothing was prepared"
+    # Scoped to this workspace: other test runs on the machine have stubs of their own.
+    assert _stub_sandboxes(ws), "nothing was prepared"
     # close() while calls run and more are queued: they finish, and nothing they
     # prepared outlives close()
     import threading
@@ -242,7 +243,7 @@ def test_harness_close_leaves_no_prepared_sandbox(ws: Path) -> None:
     time.sleep(0.15)
     h.close()
     t.join()
-    assert not _stub_sandboxes()
+    assert not _stub_sandboxes(ws)
 
 
 def _stub_sandboxes(ws: Path | None = None) -> list[int]:
