@@ -429,6 +429,7 @@ class Session:
             if name in self.harness._tools or name in self._extra:
                 raise BuiltinError(f'meta.tool_register: tool "{name}" already exists; a '
                                    "registered tool can never replace another tool")
+            self._refuse_export_clash(name)
             count = sum(1 for spec, _ in self._extra.values() if spec.source.layer == "meta")
             if count >= limit:
                 raise BuiltinError(f"meta.tool_register: this session already registered "
@@ -463,10 +464,21 @@ class Session:
         with self._lock:
             if name in self._extra:
                 raise BuiltinError(f'meta.tool_register: tool "{name}" already exists')
+            self._refuse_export_clash(name)
             self._extra[name] = (spec, None)
         self.emit("meta.tool_register", tool=name, by=p.get("by"))
         return {"name": name, "registered": True}
 
+
+    def _refuse_export_clash(self, name: str) -> None:
+        """OpenAI and Anthropic see "." as "_": two tools exporting as one name would make
+        every later ``definitions()`` fail, so such a registration is refused."""
+        exported = name.replace(".", "_")
+        for other in (*self.harness._tools, *self._extra):
+            if other != name and other.replace(".", "_") == exported:
+                raise BuiltinError(
+                    f'meta.tool_register: tool "{name}" would export as "{exported}", like the '
+                    f'existing tool "{other}" (providers see "." as "_"); choose another name')
 
     def _hook_ctx(self, hook: Any) -> CallContext:
         return CallContext(config=self.harness.config, session_id=self.id, tool=hook.name,
@@ -490,8 +502,12 @@ class Session:
         """What this session exposes: the harness's tools plus session-scoped ones
         (registered with meta.tool_register or surfaced by tool_search)."""
         tools = dict(self.harness.tools)
+        exported = {n.replace(".", "_") for n in tools}
         for name, (spec, _) in self._extra.items():
             if spec.enabled and name not in tools and policy_allows(self.harness.config, name):
+                if name.replace(".", "_") in exported:
+                    continue  # never two tools under one provider name (definitions() raises)
+                exported.add(name.replace(".", "_"))
                 tools[name] = spec
         return dict(sorted(tools.items()))
 
