@@ -153,9 +153,11 @@ def test_truncated_output_is_capped_and_pageable(project: Path) -> None:
             page = await s.call_tool("read_output", {"ref": ref, "offset": offset, "limit": 100})
             assert page.is_error is False
             assert f"[read_output {ref}: bytes {offset}-{offset + 100} of " in tool_text(page)
-            # With an outputSchema, MCP requires the structured object.
+            # With an outputSchema, structuredContent would carry the whole value past
+            # the cap: an error result instead, whose text names the ref of the full value.
             typed = await s.call_tool("big_typed", {})
-            assert typed.structured_content == {"data": "y" * 5000}
+            assert typed.is_error is True and typed.structured_content is None
             assert "[output truncated at 2048 bytes]" in tool_text(typed)
+            assert len(tool_text(typed).encode()) <= 2048
 
     run(go)
