@@ -69,6 +69,16 @@ class AuditConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StateConfig:
+    """Where ``harness serve`` keeps shared state (spilled outputs, cache, metrics)."""
+
+    backend: str = "memory"  # memory | redis
+    url: str | None = None  # redis://host:port/db (backend: redis)
+    namespace: str = "harness"  # key prefix in Redis: replicas of one service share it
+    spill_ttl_s: int = 3600  # seconds a read_output ref stays readable
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelConfig:
     """Agent-loop defaults (SPEC §13); flags override them."""
 
@@ -92,6 +102,7 @@ class Config:
     meta: MetaConfig = field(default_factory=MetaConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    state: StateConfig = field(default_factory=StateConfig)
 
 
 # key -> (section dataclass, {field: allowed python types})
@@ -105,11 +116,13 @@ _SECTIONS: dict[str, type] = {
     "meta": MetaConfig,
     "audit": AuditConfig,
     "model": ModelConfig,
+    "state": StateConfig,
 }
 _CHOICES = {
     ("runtime", "isolation"): ("process", "inprocess"),
     ("exec", "sandbox"): ("auto", "required", "off"),
     ("model", "provider"): ("openai", "anthropic"),
+    ("state", "backend"): ("memory", "redis"),
 }
 # Integer fields for which 0 is meaningful (no cap); every other integer must be > 0.
 _ZERO_OK = ("max_timeout_ms",)

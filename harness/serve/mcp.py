@@ -48,6 +48,7 @@ from harness.serve import search
 from harness.serve.http import identity_of
 from harness.serve.watch import Snapshot, snapshot
 from harness.state import StateBackend, open_backend
+from harness.state.cache import BackendCache
 from harness.state.spills import SpillStore
 
 log = logging.getLogger("harness.serve")
@@ -65,10 +66,13 @@ class ServeSession(Session):
     Refs survive the request (and the session) that made them, ``--watch`` reloads
     and, with a shared backend, the replica; each is readable only from ``scope``."""
 
-    def __init__(self, harness: Harness, store: SpillStore, scope: str) -> None:
+    def __init__(self, harness: Harness, store: SpillStore, scope: str,
+                 shared_cache: bool = False) -> None:
         self._store = store
         self.scope = scope
         super().__init__(harness)
+        if shared_cache:  # cache values in the state backend, scoped like the refs
+            self.cache = BackendCache(store.backend, scope)  # type: ignore[assignment]
 
     def spill(self, text: str) -> str | None:
         try:
@@ -149,8 +153,11 @@ class HarnessMCPServer:
         self.watch_interval = watch_interval
         self._snapshot: Snapshot = snapshot(self.root)
         self.gen = Generation(load_harness(self.root))  # LoadError propagates at startup
-        self.backend = backend if backend is not None else open_backend("memory")
-        self.spills = SpillStore(self.backend)
+        state = self.gen.harness.config.state
+        self.backend = backend if backend is not None else open_backend(
+            state.backend, state.url, namespace=state.namespace)
+        self.shared_cache = state.backend != "memory"
+        self.spills = SpillStore(self.backend, ttl_s=float(state.spill_ttl_s))
         self.clients: dict[Any, Client] = {}
         self._listeners: dict[str, ListenHandler] = {}
         self._buses: dict[str, InMemorySubscriptionBus] = {}
@@ -209,7 +216,7 @@ class HarnessMCPServer:
         return client
 
     def _new_session(self, gen: Generation, scope: str) -> ServeSession:
-        session = ServeSession(gen.harness, self.spills, scope)
+        session = ServeSession(gen.harness, self.spills, scope, self.shared_cache)
         gen.sessions.append(session)
         if gen.deferred() and search.NAME not in gen.harness.all_tools:
             index = search.ToolIndex(gen.deferred().values())
