@@ -44,7 +44,7 @@ from harness.errors import HarnessError, LoadError, UsageError
 from harness.pipeline import cap_text, policy_allows, render, truncation_notice
 from harness.results import ToolResult
 from harness.runtime import cancel
-from harness.serve import search
+from harness.serve import search, tracing
 from harness.serve.http import identity_of
 from harness.serve.watch import Snapshot, snapshot
 from harness.state import StateBackend, open_backend
@@ -73,6 +73,21 @@ class ServeSession(Session):
         super().__init__(harness)
         if shared_cache:  # cache values in the state backend, scoped like the refs
             self.cache = BackendCache(store.backend, scope)  # type: ignore[assignment]
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None, *,
+             id: str | None = None) -> ToolResult:
+        if not tracing.active():
+            return super().call(name, arguments, id=id)
+        self.auditing = True  # the pipeline reports each hook run (hook.decision)
+        with tracing.call_span(name, id or "") as span:
+            result = super().call(name, arguments, id=id)
+            tracing.finish_call(span, result)
+            return result
+
+    def emit(self, event: str, /, **fields: Any) -> None:
+        super().emit(event, **fields)
+        if event == "hook.decision" and tracing.active():
+            tracing.hook_span(fields)
 
     def spill(self, text: str) -> str | None:
         try:
