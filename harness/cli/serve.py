@@ -53,6 +53,21 @@ def command(root: Path | None, transport: str, host: str, port: int,
     """Serve the tools over MCP (Model Context Protocol) until the client disconnects."""
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, log_level.upper()),
                         format="harness serve: %(levelname)s: %(message)s", force=True)
+    if transport == "stdio":
+        # Answers initialize before importing the MCP SDK (harness/serve/fast_start.py).
+        import importlib.util
+
+        if importlib.util.find_spec("mcp") is None:
+            raise CliError("harness serve needs the MCP SDK; install it with "
+                           "pip install 'harness[mcp]'", exit_code=2)
+        from harness.serve.fast_start import serve_stdio
+
+        try:
+            serve_stdio(resolve_root(root).resolve(), watch=watch,
+                        watch_interval=watch_interval)
+        except KeyboardInterrupt:
+            pass
+        return
     try:
         from harness.serve.mcp import serve
     except ImportError as exc:

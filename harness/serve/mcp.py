@@ -45,6 +45,7 @@ from harness.pipeline import cap_text, policy_allows, render, truncation_notice
 from harness.results import ToolResult
 from harness.runtime import cancel
 from harness.serve import search, tracing
+from harness.serve.fast_start import changes_possible
 from harness.serve.http import identity_of
 from harness.serve.watch import Snapshot, snapshot
 from harness.state import StateBackend, open_backend
@@ -162,12 +163,14 @@ class HarnessMCPServer:
     """Serves one project root over MCP. Create, then ``await run_stdio()`` or ``run_http()``."""
 
     def __init__(self, root: Path, *, watch: bool = False, watch_interval: float = 0.5,
-                 name: str = "harness", backend: StateBackend | None = None) -> None:
+                 name: str = "harness", backend: StateBackend | None = None,
+                 harness: Harness | None = None) -> None:
         self.root = Path(root)
         self.watch = watch
         self.watch_interval = watch_interval
         self._snapshot: Snapshot = snapshot(self.root)
-        self.gen = Generation(load_harness(self.root))  # LoadError propagates at startup
+        # LoadError propagates at startup; the stdio fast path hands its own load.
+        self.gen = Generation(harness if harness is not None else load_harness(self.root))
         state = self.gen.harness.config.state
         self.backend = backend if backend is not None else open_backend(
             state.backend, state.url, namespace=state.namespace)
@@ -192,8 +195,7 @@ class HarnessMCPServer:
 
     def _changes_possible(self) -> bool:
         """Whether the listing can ever change: a reload, or tool_search surfacing."""
-        return self.watch or (bool(self.gen.deferred())
-                              and search.NAME not in self.gen.harness.all_tools)
+        return changes_possible(self.gen.harness, self.watch)
 
     # -- clients -----------------------------------------------------------------------
 
@@ -464,7 +466,9 @@ class HarnessMCPServer:
 
     # -- transports ----------------------------------------------------------------------
 
-    async def run_stdio(self) -> None:
+    async def run_stdio(self, replay: tuple[bytes, dict[str, Any] | None] | None = None) -> None:
+        """Serve stdin/stdout. ``replay``: the first line, already read by the fast
+        start (fast_start.py), and the answer already sent for it, if any."""
         from mcp.server.stdio import stdio_server
 
         async with anyio.create_task_group() as tg:
@@ -473,10 +477,56 @@ class HarnessMCPServer:
             async with stdio_server() as (read_stream, write_stream):
                 log.info("serving %d tools from %s over stdio", len(self.gen.harness.tools),
                          self.root)
-                await self.server.run(read_stream, write_stream, self.init_options())
+                if replay is None:
+                    await self.server.run(read_stream, write_stream, self.init_options())
+                else:
+                    await self._run_replayed(read_stream, write_stream, *replay)
             tg.cancel_scope.cancel()
             for listener in self._listeners.values():
                 listener.close()
+
+    async def _run_replayed(self, read_stream: Any, write_stream: Any, first: bytes,
+                            answered: dict[str, Any] | None) -> None:
+        """Run the SDK on stdio with ``first`` put back in front of what it reads; its
+        own answer to ``answered`` (sent already) is dropped and compared with ours."""
+        from mcp.shared.message import SessionMessage
+
+        in_send, in_recv = anyio.create_memory_object_stream[Any](0)
+        out_send, out_recv = anyio.create_memory_object_stream[Any](0)
+
+        async def pump_in() -> None:
+            async with in_send:
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(first, by_name=False)
+                    await in_send.send(SessionMessage(message))
+                except Exception as exc:  # noqa: BLE001 - the SDK answers a bad line
+                    await in_send.send(exc)
+                async for item in read_stream:
+                    await in_send.send(item)
+
+        async def pump_out() -> None:
+            drop = answered["id"] if answered is not None else None
+            async with out_recv:
+                async for item in out_recv:
+                    message = item.message
+                    if drop is not None and getattr(message, "id", None) == drop and (
+                            hasattr(message, "result") or hasattr(message, "error")):
+                        drop = None
+                        mine = json.loads(json.dumps(answered))
+                        theirs = json.loads(message.model_dump_json(by_alias=True,
+                                                                    exclude_unset=True))
+                        if mine != theirs:
+                            log.warning("the fast initialize answer differed from the SDK's: "
+                                        "sent %s, the SDK says %s", mine, theirs)
+                        continue
+                    await write_stream.send(item)
+            await write_stream.aclose()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump_in)
+            tg.start_soon(pump_out)
+            await self.server.run(in_recv, out_send, self.init_options())
+            tg.cancel_scope.cancel()
 
     async def run_http(self, sock: Any, *, host: str, port: int,
                        tokens: Sequence[str] = (), allowed_hosts: Sequence[str] = (),
@@ -577,11 +627,14 @@ def serve(root: Path, *, transport: str = "stdio", host: str = "127.0.0.1", port
             raise ServeError(f'--host {host} is not a loopback address: anyone who can reach it '
                              "could call every tool. Require a bearer token with "
                              "--auth-token-env NAME (see docs/deploying.md)")
+    if transport == "stdio":
+        from harness.serve.fast_start import serve_stdio
+
+        serve_stdio(root, watch=watch, watch_interval=watch_interval)
+        return
     server = HarnessMCPServer(root, watch=watch, watch_interval=watch_interval)
     try:
-        if transport == "stdio":
-            asyncio.run(server.run_stdio())
-        else:
+        if transport == "http":
             sock = bind(host, port)
             actual = int(sock.getsockname()[1])
             try:
