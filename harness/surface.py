@@ -17,7 +17,7 @@ TOOL_MODULES: dict[str, tuple[str, ...]] = {
     "http": ("get", "post"),
     "json": ("encode", "decode"),
     "re": ("match", "search", "findall", "sub", "split"),
-    "string": ("truncate",),
+    "string": ("truncate", "byte_len"),
     "cache": ("get", "set", "delete"),
     "log": ("info", "warn", "error"),
     "time": ("now",),
