@@ -46,9 +46,9 @@ def test_fastmcp_client(project: Path) -> None:
 
 def test_pydantic_ai_agent_calls_a_served_tool(project: Path) -> None:
     from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
-    from pydantic_ai.mcp import MCPToolset
 
     seen: list[str] = []
 
