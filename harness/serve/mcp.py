@@ -307,9 +307,11 @@ class HarnessMCPServer:
         call_id = f"mcp-{next(_call_ids)}"
         finished = False
 
-        def run() -> ToolResult:
+        def run() -> ToolResult | None:
             nonlocal finished
             try:
+                if cancel.is_cancelled(call_id):
+                    return None  # cancelled before a thread picked it up: never start
                 return session.call(name, arguments, id=call_id)
             finally:
                 finished = True
@@ -340,6 +342,8 @@ class HarnessMCPServer:
             gen.inflight -= 1
             if gen.retired and gen.inflight == 0:
                 await self._close_generation(gen)
+        if result is None:  # pragma: no cover - only a cancelled call has none
+            return _error_result(f'call of tool "{name}" was cancelled')
         if await self._surface(client, name, result):
             await self._notify(client)
         return self._to_mcp(gen, session, name, result)

@@ -267,3 +267,40 @@ def test_disconnect_stops_the_call_in_a_worker(project: Path) -> None:
                     await anyio.sleep(0.05)
 
     anyio.run(go)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_cancelled_starlark_loop_stops(project: Path, mode: str) -> None:
+    """A busy Starlark run (no command) ends when its call is cancelled, long before
+    its own timeout."""
+    add_sleeper(project)  # for the audit trail
+    (project / ".harness" / "tools" / "spin.md").write_text(
+        "---\ntimeout_ms: 120000\nscript: |\n  def run(args):\n      n = 0\n"
+        "      for i in range(2000000000):\n          n += i\n      return n\n---\nSpins.\n")
+
+    async def go() -> None:
+        async with era_client(project, mode) as c:
+            async with anyio.create_task_group() as tg:
+                async def call() -> None:
+                    await c.call_tool("spin", {})
+
+                tg.start_soon(call)
+                with anyio.fail_after(30):  # the call has started running
+                    while not any(e.get("event") == "tool.validate" and e.get("tool") == "spin"
+                                  for e in _audit_events(project)):
+                        await anyio.sleep(0.05)
+                await anyio.sleep(0.5)
+                tg.cancel_scope.cancel()
+            with anyio.fail_after(20):
+                while not any(e.get("event") == "tool.execute" and e.get("tool") == "spin"
+                              for e in _audit_events(project)):
+                    await anyio.sleep(0.05)
+            ok = await c.call_tool("echo", {"text": "after"})
+            assert ok.structured_content == {"echo": "after"}
+        done = [e for e in _audit_events(project)
+                if e.get("event") == "tool.execute" and e.get("tool") == "spin"]
+        assert done[0]["ok"] is False and done[0]["duration_ms"] < 15000
+        assert any(e.get("event") == "tool.cancelled" and e.get("tool") == "spin"
+                   for e in _audit_events(project))
+
+    anyio.run(go)
