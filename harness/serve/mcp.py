@@ -24,6 +24,7 @@ import contextlib
 import itertools
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -601,9 +602,12 @@ def quiet_sdk_logs() -> None:
     logging.getLogger("mcp").addFilter(_no_session_ids)
 
 
+_SESSION_ID = re.compile(r"session id|[0-9a-f]{16,}", re.IGNORECASE)
+
+
 def _no_session_ids(record: logging.LogRecord) -> bool:
-    text = record.getMessage().lower()
-    return "session id" not in text and "session " not in text
+    """Drop SDK records that carry a session id (a bearer credential for the session)."""
+    return _SESSION_ID.search(record.getMessage()) is None
 
 
 def serve(root: Path, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
