@@ -556,9 +556,12 @@ class HarnessMCPServer:
         async with anyio.create_task_group() as tg:
             if self.watch:
                 tg.start_soon(self.watch_loop)
-            log.info("serving %d tools from %s on http://%s:%d/mcp%s",
-                     len(self.gen.harness.tools), self.root, _url_host(host), port,
-                     " (bearer tokens required)" if tokens else "")
+            # Always said (even with --log-level warning): with --port 0 it is the only
+            # way to learn the port.
+            log.log(max(logging.INFO, log.getEffectiveLevel()),
+                    "serving %d tools from %s on http://%s:%d/mcp%s",
+                    len(self.gen.harness.tools), self.root, _url_host(host), port,
+                    " (bearer tokens required)" if tokens else "")
             await server.serve(sockets=[sock])
             tg.cancel_scope.cancel()
 

@@ -161,7 +161,8 @@ def test_busy_port_is_one_clean_line(project: Path) -> None:
 def test_port_zero_prints_the_chosen_port(project: Path) -> None:
     log = stderr_log(project)
     with open(log, "a") as err:
-        proc = subprocess.Popen(serve_argv(project, "--transport", "http", "--port", "0"),
+        proc = subprocess.Popen(serve_argv(project, "--transport", "http", "--port", "0",
+                                           "--log-level", "warning"),
                                 cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=err, env={**os.environ,
                                                  "PYTHONPATH": os.pathsep.join(sys.path)})
