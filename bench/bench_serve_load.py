@@ -209,7 +209,8 @@ def main() -> None:
     ISOLATION = opts.isolation
     which = opts.only or ["sdk", "one", "replicas"]
     print(f"{opts.clients} clients x {opts.calls} calls each, streamable HTTP, protocol "
-          f"2026-07-28; isolation {opts.isolation}; python {sys.version.split()[0]}, {os.cpu_count()} cores, "
+          f"2026-07-28; isolation {opts.isolation}; python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
