@@ -72,6 +72,16 @@ class AuditConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StateConfig:
+    """Where ``harness serve`` keeps shared state (spilled outputs, cache, metrics)."""
+
+    backend: str = "memory"  # memory | redis
+    url: str | None = None  # redis://host:port/db (backend: redis)
+    namespace: str = "harness"  # key prefix in Redis: replicas of one service share it
+    spill_ttl_s: int = 3600  # seconds a read_output ref stays readable
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelConfig:
     """Agent-loop defaults (SPEC §13); flags override them."""
 
@@ -109,6 +119,7 @@ class Config:
     # Variables set for commands (name, value), on top of exec.env: what a test case's
     # `env:` gives (harness test). Not a harness.md key.
     env_values: tuple[tuple[str, str], ...] = ()
+    state: StateConfig = field(default_factory=StateConfig)
 
 
 # key -> (section dataclass, {field: allowed python types})
@@ -123,11 +134,13 @@ _SECTIONS: dict[str, type] = {
     "audit": AuditConfig,
     "model": ModelConfig,
     "clock": ClockConfig,
+    "state": StateConfig,
 }
 _CHOICES = {
     ("runtime", "isolation"): ("process", "inprocess"),
     ("exec", "sandbox"): ("auto", "required", "off"),
     ("model", "provider"): ("openai", "anthropic", "copilot"),
+    ("state", "backend"): ("memory", "redis"),
 }
 # Integer fields for which 0 is meaningful (no cap); every other integer must be > 0.
 _ZERO_OK = ("max_timeout_ms",)

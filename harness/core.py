@@ -547,22 +547,8 @@ class Session:
         if path is None:
             known = ", ".join(sorted(self._spills)) or "none in this session"
             return {"error": f'unknown output ref "{ref}"; known refs: {known}'}
-        data = path.read_bytes()
-        total = len(data)
-        max_page = max(64, self.harness.config.limits.max_output_bytes - FOOTER_ROOM)
-        limit = min(int(args.get("limit") or max_page), max_page)
-        start = min(int(args.get("offset", 0)), total)
-        while start < total and data[start] & 0xC0 == 0x80:
-            start += 1  # do not begin inside a character
-        end = min(total, start + limit)
-        while start < end < total and data[end] & 0xC0 == 0x80:
-            end -= 1  # nor end inside one
-        page = data[start:end].decode("utf-8", "replace")
-        if end < total:
-            more = f'next page: read_output(ref="{ref}", offset={end})'
-        else:
-            more = "end of output"
-        return f"{page}\n[read_output {ref}: bytes {start}-{end} of {total}; {more}]"
+        return read_page(path.read_bytes(), ref, args,
+                         self.harness.config.limits.max_output_bytes)
 
     # -- calls -------------------------------------------------------------------
 
@@ -624,6 +610,26 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def read_page(data: bytes, ref: str, args: Mapping[str, Any], max_output_bytes: int) -> str:
+    """One ``read_output`` page of the spilled output ``data`` (shared with
+    ``harness serve``'s server-wide store)."""
+    total = len(data)
+    max_page = max(64, max_output_bytes - FOOTER_ROOM)
+    limit = min(int(args.get("limit") or max_page), max_page)
+    start = min(int(args.get("offset", 0)), total)
+    while start < total and data[start] & 0xC0 == 0x80:
+        start += 1  # do not begin inside a character
+    end = min(total, start + limit)
+    while start < end < total and data[end] & 0xC0 == 0x80:
+        end -= 1  # nor end inside one
+    page = data[start:end].decode("utf-8", "replace")
+    if end < total:
+        more = f'next page: read_output(ref="{ref}", offset={end})'
+    else:
+        more = "end of output"
+    return f"{page}\n[read_output {ref}: bytes {start}-{end} of {total}; {more}]"
 
 
 # -- Python functions as tools ---------------------------------------------------------

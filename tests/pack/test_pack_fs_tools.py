@@ -203,3 +203,16 @@ def test_search_and_list_honour_gitignore(ws: Path) -> None:
     assert [m["path"] for m in inside["matches"]] == ["build/out.py"]
     assert "$.include_ignored" in call(ws, "search_files", {
         "pattern": "x", "include_ignored": "yes"})["text"]
+
+
+def test_read_file_caps_bytes_not_characters(ws: Path) -> None:
+    """Multi-byte text: the content stays within 50 000 UTF-8 bytes (issue 16)."""
+    (ws / "wide.txt").write_text(("é€😀" * 300 + "\n") * 100)  # 2700 bytes per line
+    res = ok(ws, "read_file", {"path": "wide.txt"})
+    assert res["truncated"] is True
+    assert 47000 < len(res["content"].encode()) <= 50000
+    assert res["next_offset"] == res["end_line"] + 1
+    (ws / "one.txt").write_text("😀" * 20000 + "\n")  # one 80 000-byte line
+    line = ok(ws, "read_file", {"path": "one.txt"})
+    assert line["truncated"] is True and line["content"].endswith(" [line truncated]")
+    assert 40000 < len(line["content"].encode()) <= 50000

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.config import Config
 from harness.errors import BuiltinError, JailError
-from harness.runtime import prewarm, sandbox, seccomp
+from harness.runtime import cancel, prewarm, sandbox, seccomp
 from harness.runtime.context import CallContext
 from harness.runtime.jail import DIR_FLAGS, PROBE_FLAGS, Jail, get_jail
 
@@ -459,7 +459,13 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
             else:
                 nudge = (start + PREPARE_AFTER_S,
                          lambda: prewarm.prepare(key, workspace, gen))
-        timed_out = _communicate(proc, data, start + budget / 1000.0, out, err, nudge)
+        # A cancelled call (runtime/cancel.py) kills the group right away.
+        pid = proc.pid
+        stop = cancel.on_cancel(ctx.call_id, lambda: _kill_group(pid))
+        try:
+            timed_out = _communicate(proc, data, start + budget / 1000.0, out, err, nudge)
+        finally:
+            stop()
     finally:
         if proc.poll() is None:
             _kill_group(proc.pid)
