@@ -8,6 +8,7 @@ as security invariants in SPEC §8 can only be tightened.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -92,6 +93,8 @@ class Config:
     meta: MetaConfig = field(default_factory=MetaConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    # Unknown argument names: "note" (the call runs, the result says so) or "strict".
+    arguments: str = "note"
 
 
 # key -> (section dataclass, {field: allowed python types})
@@ -114,7 +117,8 @@ _CHOICES = {
 # Integer fields for which 0 is meaningful (no cap); every other integer must be > 0.
 _ZERO_OK = ("max_timeout_ms",)
 # Keys of harness.md frontmatter that are not config sections.
-OTHER_KEYS = ("tools", "hooks", "workspace")
+OTHER_KEYS = ("tools", "hooks", "workspace", "arguments")
+ARGUMENT_MODES = ("note", "strict")
 KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
 
 
@@ -250,4 +254,13 @@ def parse_config(
                     "directory the tools may work in")
             else:
                 workspace = candidate
+    if data.get("arguments") is not None:
+        mode = data["arguments"]
+        if isinstance(mode, str) and mode in ARGUMENT_MODES:
+            values["arguments"] = mode
+        else:
+            close = difflib.get_close_matches(str(mode), ARGUMENT_MODES, n=1)
+            hint = f' (did you mean "{close[0]}"?)' if close else ""
+            err("arguments", f"config arguments must be one of {', '.join(ARGUMENT_MODES)}; "
+                f"got {json.dumps(mode) if isinstance(mode, str) else a_type(mode)}{hint}")
     return Config(root=root, workspace=workspace, **values), problems

@@ -598,11 +598,14 @@ def tool_from_function(func: Callable[..., Any], *, name: str | None = None,
         source = inspect.getsourcefile(func) or "<python>"
     except TypeError:
         source = "<python>"
-    spec = ToolSpec(name=tool_name, description=doc, parameters=tuple(params),
-                    input_schema={"type": "object", "properties": props, "required": required},
-                    source=Source(path=source, layer="python"))
-
     takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    input_schema: dict[str, Any] = {"type": "object", "properties": props,
+                                    "required": required}
+    if takes_any:
+        # **kwargs welcomes other names: they are not "unknown" (harness/arguments.py).
+        input_schema["additionalProperties"] = True
+    spec = ToolSpec(name=tool_name, description=doc, parameters=tuple(params),
+                    input_schema=input_schema, source=Source(path=source, layer="python"))
 
     def handler(args: dict[str, Any]) -> Any:
         # Undeclared keys pass validation (SPEC §9); they reach the function only when

@@ -30,6 +30,7 @@ CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 LOADING = ("always", "deferred")
 ON_ERROR = ("block", "allow")
+ARGUMENTS = ("note", "strict")  # harness/arguments.py MODES
 ANNOTATION_KEYS = {"read_only": bool, "destructive": bool, "idempotent": bool,
                    "open_world": bool, "title": str}
 _META = {"$ref": METASCHEMA_URI}
@@ -51,6 +52,9 @@ TOOL_FIELDS: dict[str, dict[str, Any]] = {
         k: {"type": "boolean" if t is bool else "string"} for k, t in ANNOTATION_KEYS.items()}},
     "loading": {"enum": list(LOADING), "default": "always"},
     "enabled": {"type": "boolean", "default": True},
+    "arguments": {"enum": list(ARGUMENTS),
+                  "description": "Unknown argument names: note (run, and say so in the "
+                  "result) or strict (refuse); default: harness.md `arguments`."},
 }
 HOOK_FIELDS: dict[str, dict[str, Any]] = {
     "event": {"type": "string", "description": f"{', '.join(TOOL_EVENTS)} or custom.<name>",
@@ -205,6 +209,7 @@ def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
     _bool(entry, "async", values, "is_async", errors)
     _bool(entry, "enabled", values, "enabled", errors)
     _choice(entry, "loading", LOADING, values, errors, "loading-invalid")
+    _choice(entry, "arguments", ARGUMENTS, values, errors, "arguments-invalid")
     if entry.data.get("returns") is not None:
         returns = entry.data["returns"]
         if isinstance(returns, dict):
@@ -413,6 +418,9 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
                     "workspace": {"type": ["string", "null"],
                                   "description": "Jail root: an existing directory inside the "
                                   "project root."},
+                    "arguments": {"enum": list(ARGUMENTS), "default": "note",
+                                  "description": "Unknown argument names: note (run, and say "
+                                  "so in the result) or strict (refuse the call)."},
                     **section_schemas()})
     return {**head, **body, "$defs": defs}
 

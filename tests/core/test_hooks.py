@@ -72,7 +72,7 @@ def test_modified_arguments_are_validated_again(make_harness: MakeHarness) -> No
     r = h.call("echo", {"path": "x"})
     assert r.is_error and r.blocked_by == "breaker"
     assert r.error == ('hook "breaker" failed: modified arguments are invalid for tool "echo": '
-                       "$.path: 42 is not of type 'string'")
+                       '$.path: 42 is not of type "string"')
 
 
 def test_pre_hooks_may_not_change_the_name(make_harness: MakeHarness) -> None:
