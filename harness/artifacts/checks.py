@@ -23,6 +23,7 @@ from harness.artifacts.params import (
     parameter_schema,
     schema_errors,
     suggest,
+    unknown_keywords,
 )
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
@@ -343,6 +344,14 @@ def schema_problems(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
                                     f"{_where(json_path[1:] if inside else ())}: {message}")
     if spec.returns is None:
         return
+    # Keys no validator reads, as in parameters; a piece of a sentence is the YAML
+    # flow-mapping comma trap, explained.
+    for key_path, message, prose in unknown_keywords(spec.returns):
+        where = "" if len(key_path) == 1 else f" at {_where(key_path[:-1])}"
+        yield entry.problem(("returns", *key_path),
+                            "schema-flow-comma" if prose else "returns-unknown-key",
+                            f"{entry.label} returns{where}: {message}" if prose
+                            else f"{entry.label} returns{where} has {message}", "warning")
     failure = compile_error(spec.returns)
     if failure is None:
         return
