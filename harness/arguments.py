@@ -29,8 +29,9 @@ def _scalar(value: Any) -> bool:
 class ArgumentShape:
     """Defaults to fill and the declared names of one input schema."""
 
-    __slots__ = ("defaults", "known", "nested")
+    __slots__ = ("defaults", "known", "nested", "fills")
     defaults: tuple[tuple[str, Any], ...]
+    fills: bool
     known: frozenset[str] | None
     nested: tuple[tuple[str, ArgumentShape], ...]
 
@@ -54,6 +55,7 @@ class ArgumentShape:
                 if inner.defaults or inner.nested:
                     nested.append((name, inner))
         self.nested = tuple(nested)
+        self.fills = bool(self.defaults or self.nested)
 
     @property
     def active(self) -> bool:

@@ -37,20 +37,15 @@ Handler = Callable[[dict[str, Any]], Any]
 class ArgValidator:
     """Fast accept with a compiled (Rust) validator; jsonschema only to explain failures."""
 
-    __slots__ = ("schema", "_fast", "_slow", "_shape")
+    __slots__ = ("schema", "_fast", "_slow", "shape")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
         self._fast: Any = None
         self._slow: Any = None
-        self._shape: ArgumentShape | None | object = _NO_SHAPE
-
-    def shape(self) -> ArgumentShape | None:
-        """Defaults and declared names of the schema (harness/arguments.py), built once."""
-        shape = self._shape
-        if shape is _NO_SHAPE:
-            shape = self._shape = shape_for(self.schema)
-        return shape if isinstance(shape, ArgumentShape) else None
+        # Defaults and declared names of the schema (harness/arguments.py); the
+        # validator is built once per tool, so is this.
+        self.shape: ArgumentShape | None = shape_for(schema)
 
     def problems(self, instance: Any) -> list[str]:
         if self._fast is None:
@@ -88,9 +83,6 @@ class ArgValidator:
                     path = f"{path}.{missing}"
             found.append((path, json_message(err)))
         return found
-
-
-_NO_SHAPE = object()
 
 
 def _no_fetch(uri: str) -> Any:
@@ -333,12 +325,14 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
                      error=f'invalid arguments for tool "{name}": $: arguments must be a JSON '
                            f"object, got {type(args).__name__}")
     # Declared defaults are filled in, unknown names noted or refused (arguments.py).
-    shape = validator.shape()
+    shape = validator.shape
     notes: tuple[str, ...] = ()
     if shape is not None:
-        args = shape.fill(args)
-        unknown = shape.unknown(args)
-        if unknown:
+        if shape.fills:
+            args = shape.fill(args)
+        known = shape.known
+        if known is not None and not known.issuperset(args):
+            unknown = shape.unknown(args)
             note = shape.note(name, unknown)
             if (tool.arguments or config.arguments) == "strict":
                 return _done(call_id, name, start, config, env,
