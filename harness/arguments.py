@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import copy
 import difflib
-import json
 from collections.abc import Mapping
 from typing import Any
+
+from harness.artifacts.params import as_json
 
 MODES = ("note", "strict")
 
@@ -106,14 +107,6 @@ def shape_for(schema: Mapping[str, Any]) -> ArgumentShape | None:
 
 
 # -- JSON wording of jsonschema's messages ---------------------------------------------
-
-
-def as_json(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
-    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _listing(values: Any) -> str:

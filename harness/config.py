@@ -8,14 +8,13 @@ as security invariants in SPEC §8 can only be tightened.
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from harness.artifacts.model import Problem
-from harness.artifacts.params import a_type
+from harness.artifacts.params import a_type, as_json
 
 ALWAYS_PROTECTED = (".harness", "harness.md", ".git")
 DEFAULT_ENV = ("PATH", "HOME", "LANG", "TERM")
@@ -144,7 +143,7 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
         bad = [v for v in value if not isinstance(v, str)]
         if bad:
             return default, (f"config {where} must be a list of strings, got {a_type(bad[0])} "
-                             f"({bad[0]!r}) in it; quote it")
+                             f"({as_json(bad[0])}) in it; quote it")
         return tuple(value), None
     # str or None
     if value is None and default is None:
@@ -155,7 +154,7 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
     if not isinstance(value, str):
         return default, f"config {where} must be a string, got {a_type(value)}"
     if choices and value not in choices:
-        return default, f"config {where} must be one of {', '.join(choices)}; got {value!r}"
+        return default, f"config {where} must be one of {', '.join(choices)}; got {as_json(value)}"
     return value, None
 
 
@@ -262,5 +261,5 @@ def parse_config(
             close = difflib.get_close_matches(str(mode), ARGUMENT_MODES, n=1)
             hint = f' (did you mean "{close[0]}"?)' if close else ""
             err("arguments", f"config arguments must be one of {', '.join(ARGUMENT_MODES)}; "
-                f"got {json.dumps(mode) if isinstance(mode, str) else a_type(mode)}{hint}")
+                f"got {as_json(mode)}{hint}")
     return Config(root=root, workspace=workspace, **values), problems

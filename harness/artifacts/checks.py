@@ -18,6 +18,7 @@ from harness.artifacts.model import TOOL_EVENTS, HookSpec, Problem, ToolSpec
 from harness.artifacts.params import (
     METASCHEMA_URI,
     a_type,
+    as_json,
     compile_error,
     compile_errors,
     parameter_schema,
@@ -155,7 +156,7 @@ def _bool(entry: Entry, key: str, values: dict[str, Any], dest: str, errors: lis
         values[dest] = value
     else:
         errors.append(entry.problem((key,), "field-type", f"{entry.label} {key} must be true or "
-                                    f"false, got {value!r}"))
+                                    f"false, got {as_json(value)}"))
 
 
 def _timeout(entry: Entry, values: dict[str, Any], errors: list[Problem]) -> None:
@@ -164,7 +165,8 @@ def _timeout(entry: Entry, values: dict[str, Any], errors: list[Problem]) -> Non
     value = entry.data["timeout_ms"]
     if isinstance(value, bool) or not isinstance(value, int):
         errors.append(entry.problem(("timeout_ms",), "field-type", f"{entry.label} timeout_ms "
-                                    f"must be an integer number of milliseconds, got {value!r}"))
+                                    "must be an integer number of milliseconds, got "
+                                    f"{as_json(value)}"))
     elif value < 0:
         errors.append(entry.problem(("timeout_ms",), "timeout-negative",
                                     f"{entry.label} timeout_ms must be >= 0 (got {value}); "
@@ -198,7 +200,7 @@ def _choice(entry: Entry, key: str, choices: tuple[str, ...], values: dict[str, 
     else:
         hint = suggest(str(value), choices)
         errors.append(entry.problem((key,), code, f"{entry.label} {key} must be one of "
-                                    f"{', '.join(choices)}; got {value!r}{hint}"))
+                                    f"{', '.join(choices)}; got {as_json(value)}{hint}"))
 
 
 def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
@@ -238,7 +240,7 @@ def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
                     expected = "true or false" if want is bool else "a string"
                     errors.append(entry.problem(("annotations", key), "annotations-invalid",
                                                 f"{entry.label} annotations.{key} must be "
-                                                f"{expected}, got {value!r}"))
+                                                f"{expected}, got {as_json(value)}"))
                 else:
                     good[key] = value
             values["annotations"] = good
@@ -251,9 +253,9 @@ def event_problem(entry: Entry) -> Problem | None:
                              f"with one of {', '.join(TOOL_EVENTS)} or custom.<name>")
     event = entry.data["event"]
     if not isinstance(event, str) or not (event in TOOL_EVENTS or CUSTOM_EVENT_RE.fullmatch(event)):
-        return entry.problem(("event",), "event-unknown", f"{entry.label} event {event!r} is "
-                             f"unknown{suggest(str(event), TOOL_EVENTS)}; use one of "
-                             f"{', '.join(TOOL_EVENTS)} or custom.<name>")
+        return entry.problem(("event",), "event-unknown", f"{entry.label} event "
+                             f"{as_json(event)} is unknown{suggest(str(event), TOOL_EVENTS)}; "
+                             f"use one of {', '.join(TOOL_EVENTS)} or custom.<name>")
     return None
 
 
@@ -277,7 +279,8 @@ def hook_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
         value = entry.data["priority"]
         if isinstance(value, bool) or not isinstance(value, int):
             errors.append(entry.problem(("priority",), "field-type", f"{entry.label} priority "
-                                        f"must be an integer (lower runs first), got {value!r}"))
+                                        "must be an integer (lower runs first), got "
+                                        f"{as_json(value)}"))
         else:
             values["priority"] = value
     return values, errors

@@ -40,6 +40,17 @@ def _json_path(keys: tuple[Any, ...]) -> str:
     return "$" + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys)
 
 
+def as_json(value: Any) -> str:
+    """A value as JSON writes it (``null``, ``"5"``, ``true``), for messages."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def type_name(value: Any) -> str:
     """YAML-ish name of a Python value's type, for messages."""
     if value is None:
@@ -100,8 +111,8 @@ def build(
     for name, spec in raw.items():
         at = (*base, name)
         if not isinstance(name, str) or not name:
-            err(at, "parameter-invalid", f"{owner} parameter name {name!r} must be a non-empty "
-                "string; quote it in the YAML")
+            err(at, "parameter-invalid", f"{owner} parameter name {as_json(name)} must be a "
+                "non-empty string; quote it in the YAML")
             continue
         label = f'{owner} parameter "{name}"'
         if not isinstance(spec, dict):
@@ -117,12 +128,12 @@ def build(
             ok = False
         elif not isinstance(ptype, str) or ptype not in TYPES:
             err((*at, "type"), "parameter-type-invalid", f"{label} type must be one of "
-                f"{', '.join(TYPES)}; got {ptype!r}{suggest(str(ptype), TYPES)}")
+                f"{', '.join(TYPES)}; got {as_json(ptype)}{suggest(str(ptype), TYPES)}")
             ok = False
         req = spec.get("required", False)
         if not isinstance(req, bool):
             err((*at, "required"), "parameter-required-invalid", f"{label} required must be true "
-                f"or false, got {req!r}")
+                f"or false, got {as_json(req)}")
             req = False
         desc = spec.get("description", "")
         if desc is None:
