@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.artifacts.model import Problem
-from harness.artifacts.params import a_type
+from harness.artifacts.params import a_type, as_json
 
 ALWAYS_PROTECTED = (".harness", "harness.md", ".git")
 DEFAULT_ENV = ("PATH", "HOME", "LANG", "TERM")
@@ -120,6 +120,8 @@ class Config:
     # `env:` gives (harness test). Not a harness.md key.
     env_values: tuple[tuple[str, str], ...] = ()
     state: StateConfig = field(default_factory=StateConfig)
+    # Unknown argument names: "note" (the call runs, the result says so) or "strict".
+    arguments: str = "note"
 
 
 # key -> (section dataclass, {field: allowed python types})
@@ -147,7 +149,8 @@ _ZERO_OK = ("max_timeout_ms",)
 # Dataclass fields that are not harness.md keys.
 _INTERNAL = ("problems",)
 # Keys of harness.md frontmatter that are not config sections.
-OTHER_KEYS = ("tools", "hooks", "workspace")
+OTHER_KEYS = ("tools", "hooks", "workspace", "arguments")
+ARGUMENT_MODES = ("note", "strict")
 KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
 
 
@@ -173,7 +176,7 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
         bad = [v for v in value if not isinstance(v, str)]
         if bad:
             return default, (f"config {where} must be a list of strings, got {a_type(bad[0])} "
-                             f"({bad[0]!r}) in it; quote it")
+                             f"({as_json(bad[0])}) in it; quote it")
         return tuple(value), None
     # str or None
     if value is None and default is None:
@@ -184,7 +187,7 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
     if not isinstance(value, str):
         return default, f"config {where} must be a string, got {a_type(value)}"
     if choices and value not in choices:
-        return default, f"config {where} must be one of {', '.join(choices)}; got {value!r}"
+        return default, f"config {where} must be one of {', '.join(choices)}; got {as_json(value)}"
     return value, None
 
 
@@ -366,4 +369,13 @@ def parse_config(
                     "directory the tools may work in")
             else:
                 workspace = candidate
+    if data.get("arguments") is not None:
+        mode = data["arguments"]
+        if isinstance(mode, str) and mode in ARGUMENT_MODES:
+            values["arguments"] = mode
+        else:
+            close = difflib.get_close_matches(str(mode), ARGUMENT_MODES, n=1)
+            hint = f' (did you mean "{close[0]}"?)' if close else ""
+            err("arguments", f"config arguments must be one of {', '.join(ARGUMENT_MODES)}; "
+                f"got {as_json(mode)}{hint}")
     return Config(root=root, workspace=workspace, **values), problems

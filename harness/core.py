@@ -27,7 +27,7 @@ from typing import Any
 from harness.artifacts.model import Parameter, Project, Source, ToolSpec
 from harness.audit import AuditLog, log_event
 from harness.errors import BuiltinError, LoadError, UsageError
-from harness.hooks import HookChain
+from harness.hooks import ChainOutcome, HookChain
 from harness.pipeline import Handler, Registry, policy_allows, run_call
 from harness.results import ToolCall, ToolResult, make_call
 from harness.runtime.builtins.cache import MemoryCache
@@ -325,16 +325,19 @@ class Session:
         self.emit("session.start")
         self.fire("session.start", {})
 
-    def fire(self, event: str, payload: Mapping[str, Any]) -> Any:
+    def fire(self, event: str, payload: Mapping[str, Any]) -> ChainOutcome:
         """Run the hooks of ``event`` (``session.*`` or ``custom.<name>``) on ``payload``.
 
         Returns the chain outcome (``blocked_by``, ``reason``, the possibly modified
-        ``payload``); what a block means for a custom event is up to the caller.
+        ``payload``, with ``session`` added), also when no hook handles the event; what
+        a block means for a custom event is up to the caller.
         """
         chain = self.harness._chain
+        full = {**payload, "session": self.id}
         if not chain.for_event(event):
-            return None
-        out = chain.run(event, {**payload, "session": self.id}, self.harness.runtime,
+            # No hook handles it: the outcome of an empty chain (never None).
+            return ChainOutcome(payload=full)
+        out = chain.run(event, full, self.harness.runtime,
                         self._pad_ctx(self.turn_pad or Scratchpad()))
         if out.blocked_by is not None:
             self.emit("hook.decision", hook_event=event, hook=out.blocked_by,
@@ -689,11 +692,14 @@ def tool_from_function(func: Callable[..., Any], *, name: str | None = None,
         source = inspect.getsourcefile(func) or "<python>"
     except TypeError:
         source = "<python>"
-    spec = ToolSpec(name=tool_name, description=doc, parameters=tuple(params),
-                    input_schema={"type": "object", "properties": props, "required": required},
-                    source=Source(path=source, layer="python"))
-
     takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    input_schema: dict[str, Any] = {"type": "object", "properties": props,
+                                    "required": required}
+    if takes_any:
+        # **kwargs welcomes other names: they are not "unknown" (harness/arguments.py).
+        input_schema["additionalProperties"] = True
+    spec = ToolSpec(name=tool_name, description=doc, parameters=tuple(params),
+                    input_schema=input_schema, source=Source(path=source, layer="python"))
 
     def handler(args: dict[str, Any]) -> Any:
         # Undeclared keys pass validation (SPEC §9); they reach the function only when

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harness.arguments import ArgumentShape, json_message, required_name, shape_for
 from harness.artifacts.model import HookSpec, ToolSpec
 from harness.config import Config
 from harness.hooks import HookChain
@@ -40,12 +41,15 @@ _TOO_DEEP = ("$: the value nests too deeply to be checked against the schema; se
 class ArgValidator:
     """Fast accept with a compiled (Rust) validator; jsonschema only to explain failures."""
 
-    __slots__ = ("schema", "_fast", "_slow")
+    __slots__ = ("schema", "_fast", "_slow", "shape")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
         self._fast: Any = None
         self._slow: Any = None
+        # Defaults and declared names of the schema (harness/arguments.py); the
+        # validator is built once per tool, so is this.
+        self.shape: ArgumentShape | None = shape_for(schema)
 
     def problems(self, instance: Any) -> list[str]:
         if self._fast is None:
@@ -83,10 +87,10 @@ class ArgValidator:
         for err in self._slow.iter_errors(instance):
             path = json_path(err.absolute_path)
             if err.validator == "required":
-                missing = err.message.split("'")[1] if "'" in err.message else ""
+                missing = required_name(err)
                 if missing:
                     path = f"{path}.{missing}"
-            found.append((path, err.message))
+            found.append((path, json_message(err)))
         return found
 
 
@@ -353,12 +357,28 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
         return _done(call_id, name, start, config, env,
                      error=f'invalid arguments for tool "{name}": $: arguments must be a JSON '
                            f"object, got {type(args).__name__}")
+    # Declared defaults are filled in, unknown names noted or refused (arguments.py).
+    shape = validator.shape
+    notes: tuple[str, ...] = ()
+    if shape is not None:
+        if shape.fills:
+            args = shape.fill(args)
+        known = shape.known
+        if known is not None and not known.issuperset(args):
+            unknown = shape.unknown(args)
+            note = shape.note(name, unknown)
+            if (tool.arguments or config.arguments) == "strict":
+                return _done(call_id, name, start, config, env,
+                             error=f'invalid arguments for tool "{name}": {note} '
+                                   "(`arguments: strict` refuses undeclared names)")
+            notes = (note,)
     problems = validator.problems(args)
     if auditing:
         env.emit("tool.validate", tool=name, call_id=call_id, ok=not problems)
     if problems:
         return _done(call_id, name, start, config, env,
-                     error=f'invalid arguments for tool "{name}": ' + "; ".join(problems))
+                     error=f'invalid arguments for tool "{name}": ' + "; ".join(problems),
+                     notes=notes)
     state = _CallState(config, env, name, call_id, auditing, validator)
     chain = reg.chain
 
@@ -371,7 +391,8 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
                         state.decision if auditing else None)
         if pre.blocked_by is not None:
             msg = pre.reason if pre.failed else f'blocked by hook "{pre.blocked_by}": {pre.reason}'
-            return _done(call_id, name, start, config, env, error=msg, blocked_by=pre.blocked_by)
+            return _done(call_id, name, start, config, env, error=msg, blocked_by=pre.blocked_by,
+                         notes=notes)
         args = pre.payload["arguments"]
 
     # 4. execute
@@ -428,7 +449,7 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
             msg = post.reason if post.failed else (
                 f'result withheld by hook "{post.blocked_by}": {post.reason}')
             return _done(call_id, name, start, config, env, error=msg,
-                         blocked_by=post.blocked_by)
+                         blocked_by=post.blocked_by, notes=notes)
         value = post.payload.get("result")
         is_error = bool(post.payload.get("is_error"))
         error = post.payload.get("error")
@@ -445,19 +466,19 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
             error = None
 
     # 6. return
-    if error is None and not auditing:
+    if error is None and not auditing and not notes:
         text = render(value)
         if len(text) <= config.limits.max_output_bytes // 4:  # cannot need the cap
             return make_result(call_id, name, False, value, text, None,
                                (time.monotonic() - start) * 1000.0, False, None, None)
-    return _done(call_id, name, start, config, env, value=value, error=error)
+    return _done(call_id, name, start, config, env, value=value, error=error, notes=notes)
 
 
 def _done(call_id: str, name: str, start: float, config: Config, env: CallEnv, *,
           value: Any = None, error: str | None = None,
-          blocked_by: str | None = None) -> ToolResult:
+          blocked_by: str | None = None, notes: tuple[str, ...] = ()) -> ToolResult:
     result = _finish(call_id, name, start, config, env, value=value, error=error,
-                     blocked_by=blocked_by)
+                     blocked_by=blocked_by, notes=notes)
     if env.auditing:
         env.emit("tool.result", tool=name, call_id=call_id, is_error=result.is_error,
                  error=result.error, blocked_by=result.blocked_by,
@@ -467,7 +488,7 @@ def _done(call_id: str, name: str, start: float, config: Config, env: CallEnv, *
 
 def _finish(call_id: str, name: str, start: float, config: Config, env: CallEnv, *,
             value: Any = None, error: str | None = None,
-            blocked_by: str | None = None) -> ToolResult:
+            blocked_by: str | None = None, notes: tuple[str, ...] = ()) -> ToolResult:
     is_error = error is not None
     text = error if is_error else render(value)
     max_bytes = config.limits.max_output_bytes
@@ -482,9 +503,11 @@ def _finish(call_id: str, name: str, start: float, config: Config, env: CallEnv,
         head, _ = cap_text(text, room)
         text = head + truncation_notice(max_bytes, ref, len(head.encode("utf-8")))
     text = text or ""
+    for note in notes:  # after the cap: the model always reads them
+        text += f"\n[note: {note}]"
     return make_result(call_id, name, is_error, None if is_error and blocked_by else value,
                        text, error, (time.monotonic() - start) * 1000.0, truncated,
-                       blocked_by, ref)
+                       blocked_by, ref, notes)
 
 
 def _unknown(name: str, reg: Registry, env: CallEnv) -> str:

@@ -29,6 +29,9 @@ class ToolResult:
     blocked_by: str | None = None
     # Reference of the full output kept for the session when ``truncated`` (SPEC §8.6).
     output_ref: str | None = None
+    # Remarks about the call the model should read (e.g. unknown argument names with a
+    # did-you-mean; docs/python-api.md); each is also the last line of ``text``.
+    notes: tuple[str, ...] = ()
 
 
 _RESULT_SLOTS = tuple(f.name for f in fields(ToolResult))
@@ -36,13 +39,14 @@ _RESULT_SETTERS = tuple(ToolResult.__dict__[name].__set__ for name in _RESULT_SL
 
 
 (_S_CALL_ID, _S_NAME, _S_IS_ERROR, _S_VALUE, _S_TEXT, _S_ERROR, _S_DURATION, _S_TRUNCATED,
- _S_BLOCKED_BY, _S_OUTPUT_REF) = _RESULT_SETTERS
+ _S_BLOCKED_BY, _S_OUTPUT_REF, _S_NOTES) = _RESULT_SETTERS
 _new = object.__new__
 
 
 def make_result(call_id: str, name: str, is_error: bool, value: Any, text: str,
                 error: str | None, duration_ms: float, truncated: bool,
-                blocked_by: str | None, output_ref: str | None) -> ToolResult:
+                blocked_by: str | None, output_ref: str | None,
+                notes: tuple[str, ...] = ()) -> ToolResult:
     """Build a ToolResult on the hot path (same object as the constructor makes).
 
     A frozen dataclass's ``__init__`` goes through ``object.__setattr__`` per field;
@@ -60,6 +64,7 @@ def make_result(call_id: str, name: str, is_error: bool, value: Any, text: str,
     _S_TRUNCATED(obj, truncated)
     _S_BLOCKED_BY(obj, blocked_by)
     _S_OUTPUT_REF(obj, output_ref)
+    _S_NOTES(obj, notes)
     return obj
 
 

@@ -92,6 +92,9 @@ class ToolSpec:
     annotations: Mapping[str, Any] | None = None
     loading: Literal["always", "deferred"] = "always"
     enabled: bool = True
+    # Unknown argument names: "note" (run, and say so) or "strict" (refuse); None =
+    # the project's `arguments` setting (harness/arguments.py).
+    arguments: str | None = None
     source: Source
 
 

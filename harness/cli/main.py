@@ -10,7 +10,7 @@ from harness.cli import call, init, list_cmd, run, schema_cmd, serve, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="harness")
+@click.version_option(package_name="harness-md")
 def cli() -> None:
     """Tools for language models as Markdown files."""
 

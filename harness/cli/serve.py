@@ -72,7 +72,7 @@ def command(root: Path | None, transport: str, host: str, port: int,
         from harness.serve.mcp import serve
     except ImportError as exc:
         raise CliError(f"harness serve needs the MCP SDK ({exc}); install it with "
-                       "pip install 'harness[mcp]'", exit_code=2) from exc
+                       "pip install 'harness-md[mcp]'", exit_code=2) from exc
     try:
         serve(resolve_root(root).resolve(), transport=transport, host=host, port=port,
               watch=watch, watch_interval=watch_interval, auth_token_env=auth_token_env,

@@ -592,7 +592,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("harness")
+        return version("harness-md")
     except PackageNotFoundError:  # pragma: no cover - running from a checkout
         return "0"
 

@@ -34,7 +34,7 @@ def test_read_file_refusals(ws: Path) -> None:
         ws, "read_file", {"path": "f.txt", "start_line": 2, "end_line": 1})
     assert '"src" is a directory' in err(ws, "read_file", {"path": "src"})
     assert "$.offset" in err(ws, "read_file", {"path": "f.txt", "offset": 0})
-    assert "'path' is a required property" in err(ws, "read_file", {})
+    assert '"path" is a required property' in err(ws, "read_file", {})
     assert "outside the workspace" in err(ws, "read_file", {"path": "../outside.txt"})
     assert "outside the workspace" in err(ws, "read_file", {"path": "/etc/passwd"})
     assert "protected" in err(ws, "read_file", {"path": ".harness/tools/git.md"})
@@ -81,7 +81,7 @@ def test_write_file_refusals(ws: Path) -> None:
     assert not (ws.parent / "x.txt").exists()
     assert "sensitive" in err(ws, "write_file", {"path": "keys/id_rsa", "content": "x"})
     assert '"src" is a directory' in err(ws, "write_file", {"path": "src", "content": "x"})
-    assert "'content' is a required property" in err(ws, "write_file", {"path": "y.txt"})
+    assert '"content" is a required property' in err(ws, "write_file", {"path": "y.txt"})
 
 
 # -- edit_file ---------------------------------------------------------------------------

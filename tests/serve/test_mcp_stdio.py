@@ -70,8 +70,8 @@ def test_calls_good_bad_blocked_timeout_unknown(project: Path) -> None:
             assert bad.is_error is True
             text = tool_text(bad)
             assert text.startswith('invalid arguments for tool "echo"')
-            assert "'text' is a required property" in text
-            assert "$.times" in text and "'2' is not of type 'integer'" in text
+            assert '"text" is a required property' in text
+            assert "$.times" in text and '"2" is not of type "integer"' in text
             assert bad.structured_content is None
 
             blocked = await s.call_tool("danger", {"target": "everything"})
@@ -115,7 +115,7 @@ def test_tool_search_surfaces_deferred_tools_for_the_session(project: Path) -> N
 
             empty = await s.call_tool("tool_search", {})
             assert empty.is_error is True
-            assert "'query' is a required property" in tool_text(empty)
+            assert '"query" is a required property' in tool_text(empty)
 
         # A new connection starts with the deferred tools hidden again.
         async with stdio_session(project) as s2:
