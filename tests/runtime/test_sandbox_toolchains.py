@@ -198,3 +198,23 @@ def test_a_project_built_as_getting_started_says_runs_its_tests(
         h.close()
     assert not r.is_error, r.error
     assert "1 passed" in r.text, r.text
+
+
+def test_an_env_shebang_whose_program_is_invisible(ws: Path, tmp_path: Path) -> None:
+    # node_modules/.bin/x: "#!/usr/bin/env node" with node in ~/.nvm or /opt.
+    nodedir = tmp_path / "nvm" / "versions" / "v20" / "bin"
+    nodedir.mkdir(parents=True)
+    (nodedir / "mynode").write_text("#!/bin/sh\necho node ran \"$@\"\n")
+    (nodedir / "mynode").chmod(0o755)
+    (ws / "node_modules" / ".bin").mkdir(parents=True)
+    (ws / "node_modules" / "pkg").mkdir()
+    (ws / "node_modules" / "pkg" / "cli.js").write_text("#!/usr/bin/env mynode\n")
+    (ws / "node_modules" / "pkg" / "cli.js").chmod(0o755)
+    (ws / "node_modules" / ".bin" / "cli").symlink_to("../pkg/cli.js")
+    env = {"PATH": f"{nodedir}:/usr/bin:/bin"}
+    r = run(make_ctx(ws), "node_modules/.bin/cli", env=env)
+    assert r["exit_code"] == 127 and "script whose interpreter is" in r["stderr"], r
+    assert f'add "{tmp_path / "nvm" / "versions" / "v20"}" to exec.mounts' in r["stderr"]
+    r = run(make_ctx(ws, mounts=(str(tmp_path / "nvm" / "versions" / "v20"),)),
+            "node_modules/.bin/cli", env=env)
+    assert r["ok"] and r["stdout"].startswith("node ran "), r
