@@ -222,10 +222,12 @@ def test_an_env_shebang_whose_program_is_invisible(ws: Path, tmp_path: Path) -> 
 
 def test_validate_reports_a_refused_mount_at_its_line(tmp_path: Path, start_mode: str) -> None:
     import harness
+    import harness.errors
 
     (tmp_path / "harness.md").write_text(
         '---\nexec:\n  sandbox: required\n  mounts:\n    - "~"\n    - /opt/toolchains\n---\nhi\n')
     problems = harness.check(tmp_path)
     assert [(p.path, p.line, p.severity) for p in problems] == [("harness.md", 4, "error")]
     assert 'exec.mounts entry "~" is the home directory' in problems[0].message
-    assert harness.load(tmp_path).project.config.exec.mounts == ("/opt/toolchains",)
+    with pytest.raises(harness.errors.LoadError, match='exec.mounts entry "~"'):
+        harness.load(tmp_path)  # a harness with a refused mount does not start
