@@ -231,3 +231,18 @@ def test_validate_reports_a_refused_mount_at_its_line(tmp_path: Path, start_mode
     assert 'exec.mounts entry "~" is the home directory' in problems[0].message
     with pytest.raises(harness.errors.LoadError, match='exec.mounts entry "~"'):
         harness.load(tmp_path)  # a harness with a refused mount does not start
+
+
+def test_a_venv_whose_toolchain_directory_is_a_symbolic_link(ws: Path, tmp_path: Path) -> None:
+    # /opt/py -> /data/py style: the venv names the link, the files live at the target.
+    real = tmp_path / "data" / "tc"
+    make_venv(ws, real)
+    (tmp_path / "opt").mkdir()
+    (tmp_path / "opt" / "tc").symlink_to(real)
+    (ws / ".venv" / "bin" / "python").unlink()
+    (ws / ".venv" / "bin" / "python").symlink_to(tmp_path / "opt" / "tc" / "bin" / "python3")
+    cfg = ws / ".venv" / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace(str(real), str(tmp_path / "opt" / "tc")))
+    (ws / "test_a.py").write_text("def test_a():\n    pass\n")
+    r = run(make_ctx(ws), ".venv/bin/python", ["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+    assert r["ok"] and "1 passed" in r["stdout"], r["stdout"] + r["stderr"]
