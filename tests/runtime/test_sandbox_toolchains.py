@@ -246,3 +246,15 @@ def test_a_venv_whose_toolchain_directory_is_a_symbolic_link(ws: Path, tmp_path:
     (ws / "test_a.py").write_text("def test_a():\n    pass\n")
     r = run(make_ctx(ws), ".venv/bin/python", ["-m", "pytest", "-q", "-p", "no:cacheprovider"])
     assert r["ok"] and "1 passed" in r["stdout"], r["stdout"] + r["stderr"]
+
+
+def test_the_message_reveals_no_host_file_that_is_not_a_program(ws: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "private" / "notes.txt"  # exists on the host, not executable
+    secret.parent.mkdir()
+    secret.write_text("x\n")
+    (ws / "probe.sh").write_text(f"#!{secret}\n")
+    (ws / "probe.sh").chmod(0o755)
+    r = run(make_ctx(ws), "./probe.sh")
+    assert not r["ok"] and "not visible" not in r["stderr"] and "exec.mounts" not in r["stderr"]
+    r = run(make_ctx(ws), str(secret))
+    assert "not found in the sandbox" in r["stderr"] and "not visible" not in r["stderr"]

@@ -400,7 +400,10 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
             name = shebang[1]
             if _which(name, cwd, p.env.get("PATH"), workspace, accept, True) is None:
                 interp = _which(name, cwd, p.env.get("PATH"), workspace, lambda _: True, False)
-        if interp is not None and os.path.exists(interp) and not accept(interp):
+        # Only an executable file is named (as the program lookup does): the message
+        # must not tell a script whether any other host path exists.
+        if interp is not None and os.path.isfile(interp) and os.access(interp, os.X_OK) \
+                and not accept(interp):
             return {"ok": False, "exit_code": 127, "stdout": "", "duration_ms": 0,
                     "stderr": _invisible(cmd, interp, (workspace, *p.mounts),
                                          script=True)[:limit],
