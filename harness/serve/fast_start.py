@@ -91,11 +91,12 @@ def changes_possible(harness: Any, watch: bool) -> bool:
 
 
 def version() -> str:
+    """The installed distribution's version (``harness-md``): the MCP serverInfo."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as dist_version
 
     try:
-        return dist_version("harness")
+        return dist_version("harness-md")
     except PackageNotFoundError:  # pragma: no cover - running from a checkout
         return "0"
 

@@ -45,7 +45,7 @@ from harness.errors import HarnessError, LoadError, UsageError
 from harness.pipeline import cap_text, policy_allows, render, truncation_notice
 from harness.results import ToolResult
 from harness.runtime import cancel
-from harness.serve import search, tracing
+from harness.serve import fast_start, search, tracing
 from harness.serve.fast_start import changes_possible
 from harness.serve.http import identity_of
 from harness.serve.watch import Snapshot, snapshot
@@ -183,7 +183,7 @@ class HarnessMCPServer:
         self._limiter: anyio.CapacityLimiter | None = None
         self.server = _Server(
             name,
-            version=_version(),
+            version=fast_start.version(),
             instructions=self.gen.harness.system_prompt,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
@@ -586,15 +586,6 @@ def _error_result(text: str) -> types.CallToolResult:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("harness-md")
-    except PackageNotFoundError:  # pragma: no cover - running from a checkout
-        return "0"
 
 
 def quiet_sdk_logs() -> None:
