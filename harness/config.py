@@ -114,7 +114,7 @@ _CHOICES = {
 # Integer fields for which 0 is meaningful (no cap); every other integer must be > 0.
 _ZERO_OK = ("max_timeout_ms",)
 # Keys of harness.md frontmatter that are not config sections.
-OTHER_KEYS = ("tools", "hooks", "workspace")
+OTHER_KEYS = ("tools", "hooks", "workspace", "mcp_servers")
 KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
 
 

@@ -1,0 +1,196 @@
+"""How an upstream server is reached: the stdio command line (sandboxed) or the HTTP client.
+
+A stdio server runs in the same bubblewrap sandbox as ``exec.run`` (built with
+:func:`harness.runtime.sandbox.plan`): workspace read-write, system read-only, no home,
+no network, and an environment holding only ``exec.env`` names plus the server's own
+``env:``. What the program needs to run (its interpreter install, its virtualenv, its
+node prefix, a script named in its arguments) is mounted read-only on top, and nothing
+else of the host. The SDK's stdio client adds a few variables of its own (HOME, USER,
+SHELL, ...); ``env -i`` in front of the program drops them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.artifacts.servers import ServerSpec, env_refs, expand
+from harness.config import Config
+from harness.runtime import sandbox
+
+ENV_PROGRAM = "/usr/bin/env" if os.path.exists("/usr/bin/env") else "/bin/env"
+
+
+class LaunchError(Exception):
+    """The server cannot be started as declared (message names the server and the fix)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Launch:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    sandboxed: bool
+    mounts: tuple[str, ...] = ()
+
+
+def resolve_values(spec: ServerSpec, key: str, values: Mapping[str, str],
+                   environ: Mapping[str, str]) -> dict[str, str]:
+    out = {}
+    for name, value in values.items():
+        try:
+            out[name] = expand(value, environ)
+        except KeyError:
+            missing = [r for r in env_refs(value) if r not in environ]
+            raise LaunchError(
+                f'upstream server "{spec.name}" {key} "{name}" needs ${{env:{missing[0]}}}, but '
+                f'"{missing[0]}" is not set in the environment harness runs in; set it, or give '
+                f"an explicit value in {spec.source.path}") from None
+    return out
+
+
+def find_program(spec: ServerSpec, root: Path) -> str:
+    program = spec.command[0]
+    if "/" in program:
+        path = (root / program) if not os.path.isabs(program) else Path(program)
+        if not os.access(path, os.X_OK) or path.is_dir():
+            raise LaunchError(f'upstream server "{spec.name}": program "{program}" is not an '
+                              f"executable file (declared in {spec.source.path})")
+        return str(path)
+    found = shutil.which(program)
+    if found is None:
+        raise LaunchError(f'upstream server "{spec.name}": program "{program}" is not on PATH; '
+                          f"install it or give its full path in {spec.source.path}")
+    return found
+
+
+def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str]) -> Launch:
+    """The command line, environment and working directory of a stdio server."""
+    workspace = str(config.workspace)
+    program = find_program(spec, config.root)
+    args = list(spec.command[1:])
+    cwd = os.path.realpath(os.path.join(workspace, spec.cwd or "."))
+    if not (cwd == workspace or cwd.startswith(workspace.rstrip("/") + "/")):
+        raise LaunchError(f'upstream server "{spec.name}": cwd "{spec.cwd}" is outside the '
+                          "workspace; name a directory inside it")
+    overrides = resolve_values(spec, "env", spec.env, environ)
+    mode = spec.sandbox or config.exec.sandbox
+    try:
+        plan = sandbox.plan(mode=mode, workspace=workspace, cwd=cwd, program=ENV_PROGRAM,
+                            args=[], env_names=(), env_overrides={},
+                            protected=config.fs.protected)
+    except sandbox.SandboxUnavailable as exc:
+        raise LaunchError(f'upstream server "{spec.name}" cannot start: {exc}') from None
+    env = sandbox.child_env(config.exec.env, overrides, sandboxed=plan.sandboxed)
+    tail = [ENV_PROGRAM, "-i", *(f"{k}={v}" for k, v in env.items()), program, *args]
+    if not plan.sandboxed:
+        return Launch(argv=tail, env={}, cwd=cwd, sandboxed=False)
+    mounts = runtime_paths(program, args, workspace, environ.get("HOME", ""))
+    argv = list(plan.argv[:plan.program_index])  # ... --chdir CWD --
+    at = len(argv) - 1 - argv[::-1].index("--chdir")
+    extra: list[str] = []
+    for path in mounts:
+        extra += ["--ro-bind", path, path]
+    argv[at:at] = extra
+    return Launch(argv=[*argv, *tail], env={}, cwd=cwd, sandboxed=True, mounts=tuple(mounts))
+
+
+def _prefix(exe: str) -> str:
+    d = os.path.dirname(exe)
+    return os.path.dirname(d) if os.path.basename(d) == "bin" else d
+
+
+def _venv(path: str) -> str | None:
+    d = os.path.dirname(path)
+    for _ in range(3):
+        if os.path.isfile(os.path.join(d, "pyvenv.cfg")):
+            return d
+        d = os.path.dirname(d)
+    return None
+
+
+def _shebang(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    parts = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not parts:
+        return None
+    if os.path.basename(parts[0]) == "env" and len(parts) > 1:
+        return shutil.which(parts[-1])
+    return parts[0]
+
+
+def runtime_paths(program: str, args: list[str], workspace: str, home: str) -> list[str]:
+    """Host paths the program needs to run, to mount read-only: the install prefix of the
+    program and of its interpreter, its virtualenv and the base Python of that virtualenv,
+    and files named by absolute path in the arguments. Never ``/``, the home directory or
+    one of its ancestors (only the file itself then), never what the sandbox already has."""
+    wanted: list[str] = []
+    seen_exes: set[str] = set()
+
+    def exe(path: str | None) -> None:
+        if not path or path in seen_exes:
+            return
+        seen_exes.add(path)
+        for candidate in (path, os.path.realpath(path)):
+            wanted.append(_prefix(candidate))
+            venv = _venv(candidate)
+            if venv:
+                wanted.append(venv)
+                cfg = Path(venv, "pyvenv.cfg").read_text(errors="replace")
+                for line in cfg.splitlines():
+                    key, _, value = line.partition("=")
+                    if key.strip() in ("home", "executable") and value.strip():
+                        base = value.strip()
+                        wanted.append(_prefix(os.path.realpath(
+                            base if key.strip() == "executable" else base + "/python3")))
+        exe(_shebang(os.path.realpath(path)))
+
+    exe(program)
+    for a in args:
+        if os.path.isabs(a) and os.path.isfile(a):
+            wanted.append(os.path.realpath(a))
+    out: list[str] = []
+    roots = sandbox.system_roots()
+    home_real = os.path.realpath(home) if home else ""
+    for path in wanted:
+        path = os.path.realpath(path)
+        if path == "/" or not os.path.exists(path):
+            continue
+        if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+            continue
+        if path == workspace or path.startswith(workspace.rstrip("/") + "/"):
+            continue
+        if home_real and (home_real == path or home_real.startswith(path.rstrip("/") + "/")):
+            continue  # would expose the home directory; the file itself is mounted below
+        if path not in out:
+            out.append(path)
+    for f in (program, os.path.realpath(program)):
+        if not any(f == p or f.startswith(p.rstrip("/") + "/") for p in out) and \
+                not any(f.startswith(r.rstrip("/") + "/") for r in roots):
+            if not f.startswith(workspace.rstrip("/") + "/"):
+                out.append(f)
+    return sorted(set(out), key=lambda p: (p.count("/"), p))
+
+
+@contextlib.asynccontextmanager
+async def http_transport(spec: ServerSpec, environ: Mapping[str, str]) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP transport with the declared headers."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = resolve_values(spec, "header", spec.headers, environ)
+    assert spec.url is not None
+    async with create_mcp_http_client(headers=headers) as client:
+        async with streamable_http_client(spec.url, http_client=client) as streams:
+            yield streams

@@ -1,0 +1,384 @@
+"""Upstream servers as a tool source: ``NAME.TOOL`` specs and handlers for the registry.
+
+Each upstream tool becomes a script-less :class:`ToolSpec` whose handler calls the
+server, so it runs through the same six pipeline steps as every other tool (the seam
+``Harness.bind`` already uses). This module owns the connections: it starts a server on
+first use (or at load with ``loading: eager``), caches its tool listing, refreshes it on
+``notifications/tools/list_changed``, retries by policy, restarts a server that crashed
+or hung, and stops every server on :meth:`Upstream.close`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.artifacts.checks import NAME_RE
+from harness.artifacts.model import Source, ToolSpec
+from harness.artifacts.servers import ServerSpec
+from harness.config import Config
+from harness.upstream.connection import Connection, Loop, UpstreamFailure, new_errlog
+from harness.upstream.launch import LaunchError, http_transport, stdio_launch
+
+log = logging.getLogger("harness.upstream")
+_HINTS = {"readOnlyHint": "read_only", "destructiveHint": "destructive",
+          "idempotentHint": "idempotent", "openWorldHint": "open_world", "title": "title"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listing:
+    """What one server offers after the tools: allow/deny filter."""
+
+    specs: Mapping[str, ToolSpec]  # NAME.TOOL -> spec
+    upstream: Mapping[str, str]  # NAME.TOOL -> the upstream tool name
+    skipped: tuple[str, ...] = ()  # upstream names that cannot be harness tool names
+
+
+class Upstream:
+    """Every declared server of one harness."""
+
+    def __init__(self, servers: Mapping[str, ServerSpec], config: Config) -> None:
+        self.servers = {n: s for n, s in servers.items() if s.enabled}
+        self.config = config
+        self.version = 0
+        self.listeners: list[Callable[[], None]] = []
+        self._loop: Loop | None = None
+        self._lock = threading.RLock()
+        self._server_locks = {n: threading.Lock() for n in self.servers}
+        self._conns: dict[str, Connection] = {}
+        self._listings: dict[str, Listing] = {}
+        self._failed: dict[str, str] = {}
+        self._closed = False
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @property
+    def loop(self) -> Loop:
+        with self._lock:
+            if self._loop is None:
+                self._loop = Loop()
+            return self._loop
+
+    def start(self, name: str) -> Connection:
+        """The live connection of ``name``, started (and its tools listed) if needed."""
+        with self._server_locks[name]:
+            conn = self._conns.get(name)
+            if conn is not None and not conn.dead:
+                return conn
+            if self._closed:
+                raise UpstreamFailure("error", f'upstream server "{name}" is closed')
+            spec = self.servers[name]
+            try:
+                conn = self.loop.run(self._start(spec))
+            except LaunchError as exc:
+                self._failed[name] = str(exc)
+                raise UpstreamFailure("error", str(exc)) from None
+            except Exception as exc:  # noqa: BLE001 - spawn, handshake, HTTP errors
+                msg = (f'upstream server "{name}" could not be started: '
+                       f"{_describe(exc)} (declared in {spec.source.path}:{spec.source.line})")
+                self._failed[name] = msg
+                raise UpstreamFailure(_kind(exc), msg) from None
+            self._failed.pop(name, None)
+            self._conns[name] = conn
+            return conn
+
+    async def _start(self, spec: ServerSpec) -> Connection:
+        errlog = None
+        if spec.transport == "stdio":
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            launch = stdio_launch(spec, self.config, os.environ)
+            errlog = new_errlog()
+            transport: Any = stdio_client(StdioServerParameters(
+                command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=launch.cwd),
+                errlog=errlog)
+        else:
+            transport = http_transport(spec, os.environ)
+        conn = Connection(spec, transport, lambda: self._list_changed(spec.name), errlog)
+        try:
+            await conn.start()
+            listing = await self._list(conn)
+        except BaseException:
+            await conn.stop()
+            raise
+        self._set_listing(spec.name, listing)
+        return conn
+
+    async def _list(self, conn: Connection) -> Listing:
+        spec = conn.spec
+        tools: list[Any] = []
+        cursor = None
+        while True:
+            page = await asyncio.wait_for(conn.client.list_tools(cursor=cursor),
+                                          spec.timeout_ms / 1000)
+            tools += page.tools
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return build_listing(spec, tools)
+
+    def _set_listing(self, name: str, listing: Listing) -> None:
+        with self._lock:
+            old = self._listings.get(name)
+            self._listings[name] = listing
+            if old is None or _shape(old) != _shape(listing):
+                self.version += 1
+                changed = True
+            else:
+                changed = False
+        if changed:
+            for fn in list(self.listeners):
+                try:
+                    fn()
+                except Exception:  # noqa: BLE001 - a listener must not break the source
+                    log.exception("upstream list_changed listener failed")
+
+    def _list_changed(self, name: str) -> None:
+        """notifications/tools/list_changed (on the loop thread): list again."""
+        conn = self._conns.get(name)
+
+        async def refresh() -> None:
+            if conn is None or conn.dead:
+                return
+            try:
+                self._set_listing(name, await self._list(conn))
+            except Exception as exc:  # noqa: BLE001
+                log.warning('upstream server "%s": listing tools after list_changed failed: %s',
+                            name, _describe(exc))
+
+        asyncio.get_running_loop().create_task(refresh())
+
+    def start_eager(self) -> None:
+        for name, spec in self.servers.items():
+            if spec.loading == "eager":
+                self._try_start(name)
+
+    def start_all(self) -> None:
+        """Start every server not started yet (listing tools needs them)."""
+        for name in self.servers:
+            if name not in self._listings and name not in self._failed:
+                self._try_start(name)
+
+    def _try_start(self, name: str) -> None:
+        try:
+            self.start(name)
+        except UpstreamFailure as exc:
+            log.warning("%s", exc)
+
+    def failures(self) -> dict[str, str]:
+        return dict(self._failed)
+
+    def close(self) -> None:
+        """Stop every server; no process is left behind."""
+        with self._lock:
+            self._closed = True
+            conns = list(self._conns.values())
+            self._conns.clear()
+            loop = self._loop
+            self._loop = None
+        if loop is None:
+            return
+        for conn in conns:
+            try:
+                loop.run(conn.stop(), timeout=15)
+            except Exception:  # noqa: BLE001
+                log.warning('upstream server "%s" did not stop cleanly', conn.spec.name)
+        loop.close()
+
+    # -- tools ----------------------------------------------------------------------
+
+    def tools(self) -> dict[str, ToolSpec]:
+        with self._lock:
+            out: dict[str, ToolSpec] = {}
+            for listing in self._listings.values():
+                out.update(listing.specs)
+            return out
+
+    def server_of(self, tool: str) -> str | None:
+        name = tool.split(".", 1)[0]
+        return name if "." in tool and name in self.servers else None
+
+    def resolve(self, tool: str) -> tuple[ToolSpec, Callable[[dict[str, Any]], Any]] | None:
+        """The spec and handler of ``NAME.TOOL``, starting NAME if it is not running. A
+        server that cannot start yields a tool whose call explains why."""
+        name = self.server_of(tool)
+        if name is None:
+            return None
+        try:
+            self.start(name)
+        except UpstreamFailure as exc:
+            spec = ToolSpec(name=tool, description=str(exc), input_schema={"type": "object"},
+                            source=_source(self.servers[name]))
+            message = str(exc)
+            return spec, lambda args: {"error": message}
+        found = self._listings[name].specs.get(tool)
+        return None if found is None else (found, self.handler(tool))
+
+    def handler(self, tool: str) -> Callable[[dict[str, Any]], Any]:
+        def call(args: dict[str, Any]) -> Any:
+            return self.call(tool, args)
+
+        return call
+
+    # -- calls ----------------------------------------------------------------------
+
+    def call(self, tool: str, args: dict[str, Any]) -> Any:
+        """Call ``NAME.TOOL`` upstream, retrying by policy; failures are ``{"error": ...}``."""
+        name = self.server_of(tool)
+        assert name is not None
+        spec = self.servers[name]
+        listing = self._listings.get(name)
+        upstream = listing.upstream.get(tool) if listing else None
+        if upstream is None:
+            upstream = tool.split(".", 1)[1]
+        policy = spec.retry_for(upstream)
+        limit = self.config.limits.max_timeout_ms
+        timeout_ms = min(spec.timeout_for(upstream), limit) if limit else spec.timeout_for(
+            upstream)
+        tool_spec = listing.specs.get(tool) if listing else None
+        annotations = tool_spec.annotations if tool_spec is not None else None
+        may_retry = policy.retry_non_idempotent or not (
+            annotations and annotations.get("idempotent") is False)
+        attempts = policy.max_attempts or 1
+        retry_on = policy.retry_on or ()
+        for attempt in range(1, attempts + 1):
+            try:
+                conn = self.start(name)
+                return self.loop.run(self._call(conn, tool, upstream, args, timeout_ms))
+            except UpstreamFailure as exc:
+                if attempt < attempts and exc.kind in retry_on and may_retry:
+                    log.info("%s; retrying (attempt %d of %d)", exc, attempt + 1, attempts)
+                    time.sleep((policy.backoff_ms or 0) * (2 ** (attempt - 1)) / 1000)
+                    continue
+                msg = str(exc)
+                if attempt > 1:
+                    msg += f" (gave up after {attempt} attempts)"
+                elif attempts > 1 and exc.kind in retry_on and not may_retry:
+                    msg += (" (not retried: the tool's annotations say it is not idempotent; "
+                            "set retry.retry_non_idempotent: true to retry it anyway)")
+                return {"error": msg}
+        return {"error": f'tool "{tool}" was not called'}  # pragma: no cover
+
+    async def _call(self, conn: Connection, tool: str, upstream: str, args: dict[str, Any],
+                    timeout_ms: int) -> Any:
+        from mcp.shared.exceptions import MCPError
+
+        name = conn.spec.name
+        try:
+            result = await asyncio.wait_for(conn.client.call_tool(upstream, args),
+                                            timeout_ms / 1000)
+        except TimeoutError:
+            conn.dead = True
+            asyncio.get_running_loop().create_task(conn.stop())
+            raise UpstreamFailure("timeout", f'upstream server "{name}" did not answer the call '
+                                  f'to "{tool}" within {timeout_ms} ms; the server was stopped '
+                                  "and is restarted on the next call") from None
+        except MCPError as exc:
+            if conn.dead or conn.client is None or "connection closed" in str(exc).lower():
+                raise self._lost(conn, tool) from None
+            raise UpstreamFailure(_kind(exc), f'upstream server "{name}" refused the call to '
+                                  f'"{tool}": {_describe(exc)}') from None
+        except Exception as exc:  # noqa: BLE001 - transport errors (HTTP, pipes)
+            kind = _kind(exc)
+            if kind == "transient":
+                raise self._lost(conn, tool, exc) from None
+            raise UpstreamFailure(kind, f'upstream server "{name}" failed the call to "{tool}": '
+                                  f"{_describe(exc)}") from None
+        return convert(result)
+
+    def _lost(self, conn: Connection, tool: str, exc: BaseException | None = None
+              ) -> UpstreamFailure:
+        conn.dead = True
+        asyncio.get_running_loop().create_task(conn.stop())
+        why = f": {_describe(exc)}" if exc is not None else ""
+        tail = conn.stderr_tail()
+        said = f'; its last stderr line: "{tail}"' if tail else ""
+        return UpstreamFailure("transient", f'upstream server "{conn.spec.name}" crashed or '
+                               f'closed the connection during the call to "{tool}"{why}{said}; '
+                               "it is restarted on the next call")
+
+
+def build_listing(spec: ServerSpec, tools: list[Any]) -> Listing:
+    specs: dict[str, ToolSpec] = {}
+    upstream: dict[str, str] = {}
+    skipped = []
+    for t in tools:
+        if not any(fnmatch.fnmatchcase(t.name, p) for p in spec.allow) or any(
+                fnmatch.fnmatchcase(t.name, p) for p in spec.deny):
+            continue
+        full = f"{spec.name}.{t.name}"
+        if not NAME_RE.fullmatch(full):
+            skipped.append(t.name)
+            log.warning('upstream server "%s": tool "%s" is left out: "%s" is not a valid tool '
+                        "name ([A-Za-z][A-Za-z0-9_.-], at most 64 characters)",
+                        spec.name, t.name, full)
+            continue
+        ann = None
+        if t.annotations is not None:
+            raw = t.annotations.model_dump(by_alias=True, exclude_none=True)
+            ann = {_HINTS[k]: v for k, v in raw.items() if k in _HINTS}
+        specs[full] = ToolSpec(
+            name=full, description=t.description or t.title or full,
+            input_schema=dict(t.input_schema or {"type": "object"}),
+            returns=dict(t.output_schema) if t.output_schema else None,
+            annotations=ann or None, timeout_ms=spec.timeout_for(t.name),
+            source=_source(spec))
+        upstream[full] = t.name
+    return Listing(specs=dict(sorted(specs.items())), upstream=upstream, skipped=tuple(skipped))
+
+
+def _source(spec: ServerSpec) -> Source:
+    return Source(path=spec.source.path, line=spec.source.line, layer="upstream")
+
+
+def _shape(listing: Listing) -> list[tuple[str, str, Any, Any, Any]]:
+    return [(n, s.description, s.input_schema, s.returns, s.annotations)
+            for n, s in listing.specs.items()]
+
+
+def convert(result: Any) -> Any:
+    """An MCP CallToolResult as a harness value: the structured content when there is
+    some, else the text; ``isError`` becomes the ``{"error": ...}`` error convention."""
+    texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
+    if result.is_error:
+        return {"error": "\n".join(texts) or "the upstream tool failed (isError, no text)"}
+    if result.structured_content is not None:
+        return result.structured_content
+    if len(texts) == len(result.content):
+        return "\n".join(texts)
+    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content]
+
+
+def _kind(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _kind(exc.exceptions[0])
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int) and 500 <= status < 600:
+        return "5xx"
+    text = f"{type(exc).__name__} {exc}"
+    for code in range(500, 600):
+        if f" {code} " in f" {text} " or f"status {code}" in text or f"HTTP {code}" in text:
+            return "5xx"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return "timeout"
+    if isinstance(exc, (OSError, EOFError, ConnectionError)) or type(exc).__name__ in (
+            "ClosedResourceError", "BrokenResourceError", "EndOfStream", "ConnectError",
+            "ReadError", "RemoteProtocolError"):
+        return "transient"
+    if "connection closed" in str(exc).lower():
+        return "transient"
+    return "error"
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _describe(exc.exceptions[0])
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
