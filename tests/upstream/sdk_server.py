@@ -14,7 +14,6 @@ import asyncio
 import os
 import socket
 import sys
-import time
 from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -124,7 +123,7 @@ async def grow(name: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "http":
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()
