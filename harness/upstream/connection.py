@@ -57,13 +57,14 @@ class Connection:
     """A started server: the SDK client, its tool listing, its stderr."""
 
     def __init__(self, spec: ServerSpec, transport: Any, on_list_changed: Callable[[], None],
-                 errlog: Any) -> None:
+                 errlog: Any, http_statuses: list[int] | None = None) -> None:
         self.spec = spec
         self._transport = transport
         self._on_list_changed = on_list_changed
         self.errlog = errlog
         self.client: Any = None
         self.dead = False
+        self.http_statuses = http_statuses if http_statuses is not None else []  # non-2xx HTTP statuses seen (HTTP servers)
         self._stop: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None

@@ -184,13 +184,21 @@ def runtime_paths(program: str, args: list[str], workspace: str, home: str) -> l
 
 
 @contextlib.asynccontextmanager
-async def http_transport(spec: ServerSpec, environ: Mapping[str, str]) -> AsyncIterator[Any]:
-    """The SDK's streamable HTTP transport with the declared headers."""
+async def http_transport(spec: ServerSpec, environ: Mapping[str, str],
+                         statuses: list[int]) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP transport with the declared headers. The status of every
+    non-2xx response is appended to ``statuses`` (the SDK reports a 5xx only as "Server
+    returned an error response"; the retry policy needs the status)."""
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     headers = resolve_values(spec, "header", spec.headers, environ)
     assert spec.url is not None
+    async def record(response: Any) -> None:
+        if response.status_code >= 400:
+            statuses.append(response.status_code)
+
     async with create_mcp_http_client(headers=headers) as client:
+        client.event_hooks["response"].append(record)
         async with streamable_http_client(spec.url, http_client=client) as streams:
             yield streams

@@ -91,6 +91,7 @@ class Upstream:
 
     async def _start(self, spec: ServerSpec) -> Connection:
         errlog = None
+        statuses: list[int] = []
         if spec.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -100,8 +101,9 @@ class Upstream:
                 command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=launch.cwd),
                 errlog=errlog)
         else:
-            transport = http_transport(spec, os.environ)
-        conn = Connection(spec, transport, lambda: self._list_changed(spec.name), errlog)
+            transport = http_transport(spec, os.environ, statuses)
+        conn = Connection(spec, transport, lambda: self._list_changed(spec.name), errlog,
+                          statuses)
         try:
             await conn.start()
             listing = await self._list(conn)
@@ -185,11 +187,15 @@ class Upstream:
             self._loop = None
         if loop is None:
             return
-        for conn in conns:
-            try:
-                loop.run(conn.stop(), timeout=15)
-            except Exception:  # noqa: BLE001
-                log.warning('upstream server "%s" did not stop cleanly', conn.spec.name)
+
+        async def stop_all() -> None:
+            await asyncio.gather(*(c.stop() for c in conns), return_exceptions=True)
+
+        try:
+            loop.run(stop_all(), timeout=20)
+        except Exception:  # noqa: BLE001
+            log.warning("upstream servers did not all stop cleanly: %s",
+                        ", ".join(c.spec.name for c in conns))
         loop.close()
 
     # -- tools ----------------------------------------------------------------------
@@ -271,6 +277,7 @@ class Upstream:
         from mcp.shared.exceptions import MCPError
 
         name = conn.spec.name
+        seen = len(conn.http_statuses)
         try:
             result = await asyncio.wait_for(conn.client.call_tool(upstream, args),
                                             timeout_ms / 1000)
@@ -283,6 +290,12 @@ class Upstream:
         except MCPError as exc:
             if conn.dead or conn.client is None or "connection closed" in str(exc).lower():
                 raise self._lost(conn, tool) from None
+            statuses = conn.http_statuses[seen:]
+            if statuses:
+                status = statuses[-1]
+                raise UpstreamFailure("5xx" if status >= 500 else "error",
+                                      f'upstream server "{name}" answered the call to "{tool}" '
+                                      f"with HTTP {status}") from None
             raise UpstreamFailure(_kind(exc), f'upstream server "{name}" refused the call to '
                                   f'"{tool}": {_describe(exc)}') from None
         except Exception as exc:  # noqa: BLE001 - transport errors (HTTP, pipes)

@@ -122,8 +122,56 @@ async def grow(name: str, ctx: Context) -> str:
     return f"added {name}"
 
 
+@server.tool(description="The value of an HTTP request header (HTTP transport only).")
+def header(name: str, ctx: Context) -> str:
+    return dict(ctx.headers or {}).get(name.lower(), "")
+
+
+def fail_first_call(app, marker: str):
+    """ASGI middleware: the first tools/call of a "flaky_http" tool gets HTTP 503 (once
+    per marker file), as a proxy or a restarting server would answer."""
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            msg = await receive()
+            chunks.append(msg.get("body", b""))
+            more = msg.get("more_body", False)
+        body = b"".join(chunks)
+        if b'"flaky_http"' in body and not os.path.exists(marker):
+            with open(marker, "w") as f:
+                f.write("503 once\n")
+            await send({"type": "http.response.start", "status": 503,
+                        "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"try again"})
+            return None
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await app(scope, replay, send)
+
+    return wrapped
+
+
+@server.tool(description="Answers once the HTTP server stops failing (see fail_first_call).")
+def flaky_http() -> str:
+    return "ok after 503"
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        import uvicorn
+
+        marker = sys.argv[3] if len(sys.argv) > 3 else os.devnull + ".none"
+        app = fail_first_call(server.streamable_http_app(), marker)
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     else:
         server.run()

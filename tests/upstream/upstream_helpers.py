@@ -54,3 +54,34 @@ def sdk(tag: object, **settings: object) -> dict[str, object]:
 
 INPROCESS = "runtime: {isolation: inprocess}\n"
 
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_http_server(marker: Path) -> tuple[object, str]:
+    """The SDK server over streamable HTTP on a free loopback port: (process, URL)."""
+    import socket
+    import subprocess
+    import time
+
+    port = free_port()
+    proc = subprocess.Popen([PYTHON, SDK_SERVER, "http", str(port), str(marker)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stderr.read().decode()) from None  # type: ignore[union-attr]
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the HTTP MCP server did not start")
