@@ -13,7 +13,7 @@ import asyncio
 import logging
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from harness.artifacts.servers import ServerSpec
@@ -41,9 +41,9 @@ class Loop:
                                        daemon=True)
         self.thread.start()
 
-    def run(self, coro: Awaitable[T], timeout: float | None = None) -> T:
-        fut: Any = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return fut.result(timeout)  # type: ignore[no-any-return]
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return fut.result(timeout)
 
     def close(self) -> None:
         if self.loop.is_running():
@@ -64,7 +64,8 @@ class Connection:
         self.errlog = errlog
         self.client: Any = None
         self.dead = False
-        self.http_statuses = http_statuses if http_statuses is not None else []  # non-2xx HTTP statuses seen (HTTP servers)
+        # non-2xx HTTP statuses seen (HTTP servers)
+        self.http_statuses = http_statuses if http_statuses is not None else []
         self._stop: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
