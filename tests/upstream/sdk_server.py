@@ -77,14 +77,20 @@ def whoami_env() -> dict[str, str]:
 
 @server.tool(description="Read a file at any path.")
 def read_path(path: str) -> str:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read(2000)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(2000)
+    except OSError as exc:
+        raise ToolError(str(exc)) from None
 
 
 @server.tool(description="Write a file in the current directory.")
 def write_file(path: str, text: str) -> str:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise ToolError(str(exc)) from None
     return os.path.abspath(path)
 
 
