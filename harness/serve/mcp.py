@@ -96,6 +96,8 @@ class HarnessMCPServer:
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._initialized)
         self._log_tool_search_shadowing()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._follow_upstream(self.gen)
 
     # -- connections -------------------------------------------------------------------
 
@@ -140,7 +142,25 @@ class HarnessMCPServer:
         log.debug("client disconnected (session %s)", client.session.id)
 
     async def _initialized(self, ctx: Any, params: Any) -> None:
+        self._loop = asyncio.get_running_loop()
         self._client(ctx)
+
+    def _follow_upstream(self, gen: Generation) -> None:
+        """Pass an upstream server's tools/list_changed on to every client (upstream/)."""
+        up = gen.harness.upstream
+        if up is None:
+            return
+
+        def changed() -> None:  # called on the upstream client's thread
+            loop = self._loop
+            if loop is not None and gen is self.gen and not loop.is_closed():
+                asyncio.run_coroutine_threadsafe(self._notify_all(), loop)
+
+        up.listeners.append(changed)
+
+    async def _notify_all(self) -> None:
+        for client in list(self.clients.values()):
+            await self._notify(client)
 
     # -- tools/list --------------------------------------------------------------------
 
@@ -257,6 +277,7 @@ class HarnessMCPServer:
             return False
         old, new = self.gen, Generation(harness)
         self.gen = new
+        self._follow_upstream(new)
         self.server.instructions = harness.system_prompt
         for client in list(self.clients.values()):
             client.gen = new
