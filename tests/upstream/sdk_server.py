@@ -55,6 +55,7 @@ def flaky(marker: str) -> str:
     if not os.path.exists(marker):
         with open(marker, "w") as f:
             f.write("crashed once\n")
+        print("flaky: going down on purpose", file=sys.stderr, flush=True)
         os._exit(3)
     return "recovered"
 

@@ -199,6 +199,7 @@ def test_crash_without_retry_is_an_error_then_restarts(tmp_path: Path, make) -> 
     assert r.is_error
     assert 'upstream server "sdk" crashed or closed the connection during the call to ' \
            '"sdk.flaky"' in r.error and "restarted on the next call" in r.error
+    assert 'its last stderr line: "flaky: going down on purpose"' in r.error
     assert h.call("sdk.flaky", {"marker": marker}).value == {"result": "recovered"}
 
 
@@ -260,6 +261,15 @@ def test_hung_server_times_out_and_is_restarted(tmp_path: Path, make) -> None:
                        "300 ms; the server was stopped and is restarted on the next call")
     assert h.call("sdk.echo", {"text": "again"}).value == {"result": "again"}
     assert wait_for(lambda: not set(old) & set(server_pids(tag)))
+
+
+def test_timeouts_are_retried_only_when_asked(tmp_path: Path, make) -> None:
+    slow = {"slow": {"timeout_ms": 200, "retry": {"max_attempts": 2, "retry_on": ["timeout"],
+                                                  "backoff_ms": 0}}}
+    h = make(tmp_path, {"sdk": sdk(tmp_path, per_tool=slow)}, config=INPROCESS)
+    r = h.call("sdk.slow", {"ms": 5000})
+    assert r.is_error and r.error.endswith("(gave up after 2 attempts)")
+    assert h.call("sdk.slow", {"ms": 1}).value == {"result": "slept 1 ms"}
 
 
 def test_list_changed_refreshes_the_tools(tmp_path: Path, make) -> None:

@@ -1,0 +1,114 @@
+"""Per-call overhead of governing an upstream MCP server (harness/upstream/).
+
+Run: python bench/bench_upstream.py [--quick]
+
+The same server (tests/upstream/sdk_server.py, the official SDK's MCPServer over stdio)
+is called two ways, interleaved in rounds so both see the same machine state:
+
+(a) direct: the official SDK client (``mcp.Client``, the client harness itself uses)
+    calling ``echo`` from an asyncio loop: one JSON-RPC round trip;
+(b) proxy: ``Harness.call("sdk.echo", ...)``: resolve, validate the arguments against the
+    upstream inputSchema, tool.pre hooks, the call on the same client from the harness's
+    upstream loop thread, outputSchema check, tool.post hooks, rendering;
+(b') the same with one tool.pre and one tool.post hook that match (in-process runtime).
+
+Both talk to an unsandboxed server (``sandbox: off``) so the figure is the proxy's cost;
+the sandbox adds to start-up, not to a call (one more run, (c), shows the call is the same).
+Every figure is the median of per-call times measured in this run; the overhead is
+(b) - (a) and the ratio (b) / (a).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = str(ROOT / "tests" / "upstream" / "sdk_server.py")
+HOOKS = {
+    "pre": '---\nevent: tool.pre\nscript: |\n  def handle(event, payload):\n'
+           '      return allow()\n---\n',
+    "post": '---\nevent: tool.post\nscript: |\n  def handle(event, payload):\n'
+            '      return allow()\n---\n',
+}
+
+
+def project(root: Path, sandbox: str, hooks: bool) -> Path:
+    root.mkdir(parents=True)
+    servers = {"sdk": {"command": [sys.executable, SERVER], "sandbox": sandbox}}
+    (root / "harness.md").write_text(f"---\nmcp_servers: {json.dumps(servers)}\n"
+                                     "runtime: {isolation: inprocess}\n---\n")
+    if hooks:
+        (root / ".harness" / "hooks").mkdir(parents=True)
+        for name, text in HOOKS.items():
+            (root / ".harness" / "hooks" / f"{name}.md").write_text(text)
+    return root
+
+
+def main() -> None:
+    import harness
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    quick = "--quick" in sys.argv
+    rounds, per_round = (5, 40) if quick else (10, 100)
+    args = {"text": "hello"}
+    tmp = Path(tempfile.mkdtemp(prefix="bench-upstream-"))
+    plain = harness.load(project(tmp / "plain", "off", False))
+    hooked = harness.load(project(tmp / "hooked", "off", True))
+    boxed = harness.load(project(tmp / "boxed", "auto", False))
+    for h in (plain, hooked, boxed):
+        assert not h.call("sdk.echo", args).is_error  # start the server, list its tools
+
+    params = StdioServerParameters(command=sys.executable, args=[SERVER])
+    times: dict[str, list[float]] = {"direct": [], "proxy": [], "proxy+2 hooks": [],
+                                     "proxy, sandboxed": []}
+
+    def proxied(h: harness.Harness, n: int) -> list[float]:
+        out = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            r = h.call("sdk.echo", args)
+            out.append(time.perf_counter() - t0)
+            assert not r.is_error, r.error
+        return out
+
+    async def measure() -> None:
+        async with Client(stdio_client(params), mode="legacy", cache=None) as client:
+
+            async def direct(n: int) -> list[float]:
+                out = []
+                for _ in range(n):
+                    t0 = time.perf_counter()
+                    r = await client.call_tool("echo", args)
+                    out.append(time.perf_counter() - t0)
+                    assert not r.is_error
+                return out
+
+            await direct(20)
+            proxied(plain, 20)
+            for _ in range(rounds):  # interleaved: every figure sees the same machine state
+                times["direct"] += await direct(per_round)
+                times["proxy"] += proxied(plain, per_round)
+                times["proxy+2 hooks"] += proxied(hooked, per_round)
+                times["proxy, sandboxed"] += proxied(boxed, per_round)
+
+    asyncio.run(measure())
+    for h in (plain, hooked, boxed):
+        h.close()
+
+    base = statistics.median(times["direct"]) * 1e6
+    print(f"upstream call overhead ({rounds} rounds x {per_round} calls, medians)")
+    for name, values in times.items():
+        med = statistics.median(values) * 1e6
+        extra = "" if name == "direct" else f"  (+{med - base:.0f} us, x{med / base:.2f})"
+        print(f"  {name:18s} {med:8.0f} us{extra}")
+
+
+if __name__ == "__main__":
+    main()
