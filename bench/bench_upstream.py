@@ -69,45 +69,48 @@ def main() -> None:
     times: dict[str, list[float]] = {"direct": [], "proxy": [], "proxy+2 hooks": [],
                                      "proxy, sandboxed": []}
 
-    def proxied(h: harness.Harness, n: int) -> list[float]:
-        out = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            r = h.call("sdk.echo", args)
-            out.append(time.perf_counter() - t0)
-            assert not r.is_error, r.error
-        return out
+    def proxied(h: harness.Harness) -> float:
+        t0 = time.perf_counter()
+        r = h.call("sdk.echo", args)
+        dt = time.perf_counter() - t0
+        assert not r.is_error, r.error
+        return dt
 
     async def measure() -> None:
         async with Client(stdio_client(params), mode="legacy", cache=None) as client:
 
-            async def direct(n: int) -> list[float]:
-                out = []
-                for _ in range(n):
-                    t0 = time.perf_counter()
-                    r = await client.call_tool("echo", args)
-                    out.append(time.perf_counter() - t0)
-                    assert not r.is_error
-                return out
+            async def direct() -> float:
+                t0 = time.perf_counter()
+                r = await client.call_tool("echo", args)
+                dt = time.perf_counter() - t0
+                assert not r.is_error
+                return dt
 
-            await direct(20)
-            proxied(plain, 20)
-            for _ in range(rounds):  # interleaved: every figure sees the same machine state
-                times["direct"] += await direct(per_round)
-                times["proxy"] += proxied(plain, per_round)
-                times["proxy+2 hooks"] += proxied(hooked, per_round)
-                times["proxy, sandboxed"] += proxied(boxed, per_round)
+            for _ in range(20):  # warm up
+                await direct()
+                proxied(plain)
+            # Interleaved call by call: the four figures of one step see the same machine
+            # state, so the per-step differences stay meaningful on a busy machine.
+            for _ in range(rounds * per_round):
+                times["direct"].append(await direct())
+                times["proxy"].append(proxied(plain))
+                times["proxy+2 hooks"].append(proxied(hooked))
+                times["proxy, sandboxed"].append(proxied(boxed))
 
     asyncio.run(measure())
     for h in (plain, hooked, boxed):
         h.close()
 
     base = statistics.median(times["direct"]) * 1e6
-    print(f"upstream call overhead ({rounds} rounds x {per_round} calls, medians)")
+    print(f"upstream call overhead ({rounds * per_round} interleaved steps; medians; "
+          "overhead = median of the per-step differences)")
     for name, values in times.items():
         med = statistics.median(values) * 1e6
-        extra = "" if name == "direct" else f"  (+{med - base:.0f} us, x{med / base:.2f})"
-        print(f"  {name:18s} {med:8.0f} us{extra}")
+        if name == "direct":
+            print(f"  {name:18s} {med:8.0f} us")
+            continue
+        diff = statistics.median(v - d for v, d in zip(values, times["direct"])) * 1e6
+        print(f"  {name:18s} {med:8.0f} us  overhead {diff:+6.0f} us  (x{med / base:.2f})")
 
 
 if __name__ == "__main__":

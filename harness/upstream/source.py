@@ -96,6 +96,8 @@ class Upstream:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             launch = stdio_launch(spec, self.config, os.environ)
+            log.debug("upstream server %s: sandboxed=%s, read-only mounts %s, argv %s",
+                      spec.name, launch.sandboxed, launch.mounts, launch.argv)
             errlog = new_errlog()
             transport: Any = stdio_client(StdioServerParameters(
                 command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=launch.cwd),
