@@ -69,6 +69,7 @@ class Connection:
         self._stop: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
+        self.after_stop: Callable[[], None] | None = None  # run once the process is gone
 
     async def start(self) -> None:
         from mcp import Client
@@ -115,6 +116,9 @@ class Connection:
                 await asyncio.wait_for(asyncio.shield(owner), STOP_TIMEOUT_S)
             except (TimeoutError, Exception):  # noqa: BLE001
                 owner.cancel()
+        done, self.after_stop = self.after_stop, None
+        if done is not None:
+            done()
 
     def stderr_tail(self, limit: int = 400) -> str:
         f = self.errlog

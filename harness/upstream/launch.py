@@ -37,6 +37,7 @@ class Launch:
     cwd: str
     sandboxed: bool
     mounts: tuple[str, ...] = ()
+    plan: sandbox.Plan | None = None  # the sandbox plan (protected paths to check at stop)
 
 
 def resolve_values(spec: ServerSpec, key: str, values: Mapping[str, str],
@@ -80,6 +81,11 @@ def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str]) -
                           "workspace; name a directory inside it")
     overrides = resolve_values(spec, "env", spec.env, environ)
     mode = spec.sandbox or config.exec.sandbox
+    if mode != "off":
+        # A protected path that does not exist cannot be mounted read-only, and the
+        # server lives longer than one exec.run: make sure harness's own folder exists
+        # (the others are removed at stop if the server created them, as exec.run does).
+        os.makedirs(os.path.join(workspace, ".harness"), exist_ok=True)
     try:
         plan = sandbox.plan(mode=mode, workspace=workspace, cwd=cwd, program=ENV_PROGRAM,
                             args=[], env_names=(), env_overrides={},
@@ -97,7 +103,19 @@ def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str]) -
     for path in mounts:
         extra += ["--ro-bind", path, path]
     argv[at:at] = extra
-    return Launch(argv=[*argv, *tail], env={}, cwd=cwd, sandboxed=True, mounts=tuple(mounts))
+    return Launch(argv=[*argv, *tail], env={}, cwd=cwd, sandboxed=True, mounts=tuple(mounts),
+                  plan=plan)
+
+
+def after_stop(config: Config, launch: Launch) -> list[str]:
+    """What exec.run checks after a command, for a stopped sandboxed server: protected
+    paths it created are removed, protected paths it replaced are reported."""
+    if launch.plan is None:
+        return []
+    from harness.runtime.builtins.proc import _after_run
+
+    notes = _after_run(config, str(config.workspace), launch.plan)
+    return [n.strip() for n in notes.split("\n") if n.strip()]
 
 
 def _prefix(exe: str) -> str:

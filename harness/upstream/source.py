@@ -25,7 +25,7 @@ from harness.artifacts.model import Source, ToolSpec
 from harness.artifacts.servers import ServerSpec
 from harness.config import Config
 from harness.upstream.connection import Connection, Loop, UpstreamFailure, new_errlog
-from harness.upstream.launch import LaunchError, http_transport, stdio_launch
+from harness.upstream.launch import LaunchError, after_stop, http_transport, stdio_launch
 
 log = logging.getLogger("harness.upstream")
 _HINTS = {"readOnlyHint": "read_only", "destructiveHint": "destructive",
@@ -91,6 +91,7 @@ class Upstream:
 
     async def _start(self, spec: ServerSpec) -> Connection:
         errlog = None
+        launch: Any = None
         statuses: list[int] = []
         if spec.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -106,6 +107,13 @@ class Upstream:
             transport = http_transport(spec, os.environ, statuses)
         conn = Connection(spec, transport, lambda: self._list_changed(spec.name), errlog,
                           statuses)
+        if spec.transport == "stdio" and launch.sandboxed:
+            def checked(launch: Any = launch) -> None:
+                for note in after_stop(self.config, launch):
+                    log.warning('upstream server "%s": %s', spec.name, note.removeprefix(
+                        "harness: "))
+
+            conn.after_stop = checked
         try:
             await conn.start()
             listing = await self._list(conn)

@@ -117,3 +117,19 @@ def test_validate_warns_about_sandbox_off_and_refuses_network(tmp_path: Path) ->
     assert by_code["server-network"].severity == "error"
     assert by_code["server-network"].path == "harness.md"
     assert by_code["server-network"].line == 2
+
+
+def test_sandboxed_server_cannot_create_harness_files(tmp_path: Path, make, caplog) -> None:
+    ws = tmp_path / "ws"
+    h = make(ws, {"sdk": sdk(tmp_path)}, config=INPROCESS)  # declared inline: no .harness/
+    r = h.call("sdk.write_file", {"path": ".harness/evil.md", "text": "---\n---\n"})
+    assert r.is_error and "Read-only file system" in r.error
+    assert not (ws / ".harness" / "evil.md").exists()
+    # .git did not exist: the server can create it while it runs (a mount point needs
+    # the path); it is removed when the server stops, as exec.run does after a command.
+    assert not h.call("sdk.write_file", {"path": ".git", "text": "gitdir: /elsewhere"}).is_error
+    assert (ws / ".git").exists()
+    with caplog.at_level("WARNING", logger="harness.upstream"):
+        h.close()
+    assert not (ws / ".git").exists()
+    assert 'created protected path ".git"; it was removed' in caplog.text
