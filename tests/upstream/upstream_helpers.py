@@ -10,6 +10,7 @@ from pathlib import Path
 SDK_SERVER = str(Path(__file__).with_name("sdk_server.py"))
 PYTHON = sys.executable
 TIME_SERVER = str(Path(sys.executable).with_name("mcp-server-time"))
+GIT_SERVER = str(Path(sys.executable).with_name("mcp-server-git"))
 
 
 def sdk_command() -> list[str]:
