@@ -6,7 +6,8 @@ no network, and an environment holding only ``exec.env`` names plus the server's
 ``env:``. What the program needs to run (its interpreter install, its virtualenv, its
 node prefix, a script named in its arguments) is mounted read-only on top, and nothing
 else of the host. The SDK's stdio client adds a few variables of its own (HOME, USER,
-SHELL, ...); ``env -i`` in front of the program drops them.
+SHELL, ...); ``env -u`` in front of the program drops them. Values are passed in the
+environment, never on the command line.
 """
 
 from __future__ import annotations
@@ -93,9 +94,13 @@ def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str]) -
     except sandbox.SandboxUnavailable as exc:
         raise LaunchError(f'upstream server "{spec.name}" cannot start: {exc}') from None
     env = sandbox.child_env(config.exec.env, overrides, sandboxed=plan.sandboxed)
-    tail = [ENV_PROGRAM, "-i", *(f"{k}={v}" for k, v in env.items()), program, *args]
+    # The values travel in the process environment (never on a command line, where any
+    # local user could read them); ``env -u`` drops what the SDK adds from the operator's
+    # environment (HOME, USER, SHELL, ...) unless exec.env or env: asked for it.
+    drop = [a for name in _sdk_inherited() if name not in env for a in ("-u", name)]
+    tail = [ENV_PROGRAM, *drop, program, *args]
     if not plan.sandboxed:
-        return Launch(argv=tail, env={}, cwd=cwd, sandboxed=False)
+        return Launch(argv=tail, env=env, cwd=cwd, sandboxed=False)
     mounts = runtime_paths(program, args, workspace, environ.get("HOME", ""))
     argv = list(plan.argv[:plan.program_index])  # ... --chdir CWD --
     at = len(argv) - 1 - argv[::-1].index("--chdir")
@@ -103,8 +108,15 @@ def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str]) -
     for path in mounts:
         extra += ["--ro-bind", path, path]
     argv[at:at] = extra
-    return Launch(argv=[*argv, *tail], env={}, cwd=cwd, sandboxed=True, mounts=tuple(mounts),
+    return Launch(argv=[*argv, *tail], env=env, cwd=cwd, sandboxed=True, mounts=tuple(mounts),
                   plan=plan)
+
+
+def _sdk_inherited() -> list[str]:
+    from mcp.client.stdio import get_default_environment
+
+    # PWD: bubblewrap sets it for --chdir.
+    return sorted({*get_default_environment(), "PWD"})
 
 
 def after_stop(config: Config, launch: Launch) -> list[str]:

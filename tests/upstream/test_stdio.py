@@ -172,14 +172,23 @@ def test_tools_policy_applies_to_upstream_tools(tmp_path: Path, make) -> None:
 
 
 def test_env_is_explicit_and_scrubbed(tmp_path: Path, make, monkeypatch) -> None:
-    monkeypatch.setenv("UP_TOKEN", "s3cret")
+    monkeypatch.setenv("UP_TOKEN", "s3cret-value-77")
     monkeypatch.setenv("UP_OTHER", "leak")
+    monkeypatch.setenv("USER", "operator")
     h = make(tmp_path, {"sdk": sdk(tmp_path, env={"TOKEN": "${env:UP_TOKEN}", "MODE": "x"})},
              config=INPROCESS)
     env = h.call("sdk.whoami_env", {}).value
-    assert env["TOKEN"] == "s3cret" and env["MODE"] == "x"
+    assert env["TOKEN"] == "s3cret-value-77" and env["MODE"] == "x"
     assert "UP_OTHER" not in env and "UP_TOKEN" not in env and "USER" not in env
     assert set(env) <= {"TOKEN", "MODE", "PATH", "HOME", "LANG", "TERM"}
+    # The secret is in the server's environment, never on a command line (ps shows those).
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            assert b"s3cret-value-77" not in cmdline
 
 
 def test_missing_env_variable_is_a_clear_error(tmp_path: Path, make, monkeypatch) -> None:
