@@ -51,9 +51,10 @@ def project(root: Path, sandbox: str, hooks: bool) -> Path:
 
 
 def main() -> None:
-    import harness
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    import harness
 
     quick = "--quick" in sys.argv
     rounds, per_round = (5, 40) if quick else (10, 100)
@@ -109,7 +110,7 @@ def main() -> None:
         if name == "direct":
             print(f"  {name:18s} {med:8.0f} us")
             continue
-        diff = statistics.median(v - d for v, d in zip(values, times["direct"])) * 1e6
+        diff = statistics.median(v - d for v, d in zip(values, times["direct"], strict=True)) * 1e6
         print(f"  {name:18s} {med:8.0f} us  overhead {diff:+6.0f} us  (x{med / base:.2f})")
 
 
