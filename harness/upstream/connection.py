@@ -46,7 +46,20 @@ class Loop:
         return fut.result(timeout)
 
     def close(self) -> None:
+        """Cancel what still runs (a caller waiting on it gets an error, never hangs),
+        then stop the loop."""
         if self.loop.is_running():
+            async def cancel_all() -> None:
+                me = asyncio.current_task()
+                tasks = [t for t in asyncio.all_tasks() if t is not me]
+                for t in tasks:
+                    t.cancel()
+                await asyncio.wait(tasks, timeout=2) if tasks else None
+
+            try:
+                self.run(cancel_all(), timeout=5)
+            except Exception:  # noqa: BLE001 - closing anyway
+                pass
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(5)
         if not self.loop.is_running():

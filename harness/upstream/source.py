@@ -11,6 +11,7 @@ or hung, and stops every server on :meth:`Upstream.close`.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import fnmatch
 import logging
 import os
@@ -267,7 +268,13 @@ class Upstream:
         for attempt in range(1, attempts + 1):
             try:
                 conn = self.start(name)
-                return self.loop.run(self._call(conn, tool, upstream, args, timeout_ms))
+                try:
+                    return self.loop.run(self._call(conn, tool, upstream, args, timeout_ms))
+                except (concurrent.futures.CancelledError, RuntimeError) as exc:
+                    if not self._closed:
+                        raise
+                    raise UpstreamFailure("error", f'upstream server "{name}" was stopped during '
+                                          f'the call to "{tool}": the harness is closing') from exc
             except UpstreamFailure as exc:
                 if attempt < attempts and exc.kind in retry_on and may_retry:
                     log.info("%s; retrying (attempt %d of %d)", exc, attempt + 1, attempts)

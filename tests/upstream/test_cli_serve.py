@@ -58,6 +58,12 @@ def test_validate_is_offline_unless_connect(tmp_path: Path) -> None:
     assert ('harness.md:2:1: error: upstream server "gone": program "no-such-mcp-server-xyz" '
             "is not on PATH") in out
     assert server_pids(tag) == []  # validate stops what it started
+    report = json.loads(harness_cli("validate", "--connect", "--format", "json",
+                                    cwd=tmp_path).stdout)
+    assert report["ok"] is False and "sdk.echo" in report["servers"]["sdk"]
+    assert "gone" not in report["servers"]
+    assert {p["code"] for p in report["problems"]} == {"server-unreachable",
+                                                       "server-tool-unknown"}
 
 
 def test_validate_reports_declaration_problems_with_lines(tmp_path: Path) -> None:

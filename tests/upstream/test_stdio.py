@@ -318,3 +318,19 @@ def test_server_that_cannot_start_is_an_error_result(tmp_path: Path, make) -> No
     assert r.is_error
     assert r.error == ('upstream server "nope": program "no-such-mcp-server-xyz" is not on '
                        "PATH; install it or give its full path in harness.md")
+
+
+def test_close_during_a_call_ends_it_with_an_error(tmp_path: Path, make) -> None:
+    tag = f"closing-{tmp_path.name}"
+    h = make(tmp_path, {"sdk": sdk(tag)}, config=INPROCESS)
+    assert not h.call("sdk.echo", {"text": "up"}).is_error
+    out: list[harness.ToolResult] = []
+    t = threading.Thread(target=lambda: out.append(h.call("sdk.slow", {"ms": 30000})))
+    t.start()
+    time.sleep(0.5)
+    h.close()
+    t.join(15)
+    assert not t.is_alive()  # the caller is never left hanging
+    (r,) = out
+    assert r.is_error
+    assert wait_for(lambda: server_pids(tag) == [])
