@@ -118,6 +118,17 @@ class Connection:
         self._owner = asyncio.get_running_loop().create_task(own())
         await asyncio.wait_for(asyncio.shield(self._ready), START_TIMEOUT_S)
 
+    def alive(self) -> bool:
+        """False once the server is known gone: marked dead, or its connection closed
+        while idle (the server exited between calls; a request would fail unsent)."""
+        if self.dead or self.client is None:
+            return False
+        try:
+            dispatcher = getattr(self.client.session, "_dispatcher", None)  # SDK internals
+        except RuntimeError:
+            return False
+        return not getattr(dispatcher, "_closed", False)
+
     async def stop(self) -> None:
         """Stop the server (stdin closed, then SIGTERM/SIGKILL of its process tree)."""
         self.dead = True

@@ -71,8 +71,13 @@ class Upstream:
         """The live connection of ``name``, started (and its tools listed) if needed."""
         with self._server_locks[name]:
             conn = self._conns.get(name)
-            if conn is not None and not conn.dead:
+            if conn is not None and conn.alive():
                 return conn
+            if conn is not None and not conn.dead:
+                log.warning('upstream server "%s" exited since its last call; starting it again',
+                            name)
+                conn.dead = True
+                self.loop.run(conn.stop(), timeout=15)
             if self._closed:
                 raise UpstreamFailure("error", f'upstream server "{name}" is closed')
             spec = self.servers[name]

@@ -257,6 +257,18 @@ def test_server_killed_mid_call_is_restarted(tmp_path: Path, make) -> None:
     assert server_pids(tag) != [pid]
 
 
+def test_server_that_exited_between_calls_is_started_again(tmp_path: Path, make) -> None:
+    tag = f"idle-{tmp_path.name}"
+    h = make(tmp_path, {"sdk": sdk(tag)}, config=INPROCESS)
+    assert not h.call("sdk.echo", {"text": "up"}).is_error
+    (pid,) = server_pids(tag)
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for(lambda: not h.upstream._conns["sdk"].alive())
+    # No call was in flight: nothing was lost, so the next call just works.
+    assert h.call("sdk.echo", {"text": "again"}).value == {"result": "again"}
+    assert server_pids(tag) not in ([], [pid])
+
+
 def test_hung_server_times_out_and_is_restarted(tmp_path: Path, make) -> None:
     tag = f"hang-{tmp_path.name}"
     h = make(tmp_path, {"sdk": sdk(tag, per_tool={"slow": {"timeout_ms": 300}})},
