@@ -349,3 +349,39 @@ def inline_entries(raw: Any, lines: Any, path: str, problems: list[Problem]) -> 
         out.append(Entry(kind="server", name=str(name), data=data, lines=lines,
                          base=("mcp_servers", name), path=path, layer="inline", line=line))
     return out
+
+
+def server_schema() -> dict[str, Any]:
+    """JSON Schema of a server declaration (``.harness/servers/NAME.md`` frontmatter and
+    each ``mcp_servers:`` entry), published for editors."""
+    values = {"type": "object", "additionalProperties": {"type": ["string", "number"]}}
+    retry = {"type": "object", "additionalProperties": False, "properties": {
+        "max_attempts": {"type": "integer", "minimum": 1, "maximum": 10,
+                         "description": "Every attempt counts, the first included."},
+        "retry_on": {"type": "array", "items": {"enum": list(RETRY_CLASSES)}},
+        "backoff_ms": {"type": "integer", "minimum": 0, "maximum": 60000},
+        "retry_non_idempotent": {"type": "boolean"}}}
+    timeout = {"type": "integer", "minimum": 1}
+    globs = {"type": "array", "items": {"type": "string"}}
+    return {"type": "object", "additionalProperties": False, "properties": {
+        "command": {"type": ["array", "string"], "items": {"type": "string", "minLength": 1},
+                    "minItems": 1, "description": "stdio server: [program, args...]"},
+        "env": {**values, "description": "Values, or ${env:NAME} from the operator's "
+                "environment."},
+        "cwd": {"type": "string"},
+        "url": {"type": "string", "pattern": "^https?://", "description": "streamable HTTP"},
+        "headers": values,
+        "tools": {"type": "object", "additionalProperties": False,
+                  "properties": {"allow": globs, "deny": globs}},
+        "per_tool": {"type": "object", "additionalProperties": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"timeout_ms": timeout, "retry": retry}}},
+        "timeout_ms": timeout,
+        "loading": {"enum": list(LOADING)},
+        "retry": retry,
+        "sandbox": {"enum": [*SANDBOX, False]},
+        "network": {"type": "object", "additionalProperties": False, "properties": {
+            "allowed_domains": {"type": "array", "items": {"type": "string"}}}},
+        "enabled": {"type": "boolean"},
+        "description": {"type": "string"},
+    }}

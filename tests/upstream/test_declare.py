@@ -104,3 +104,29 @@ def test_per_tool_retry_over_server_retry(tmp_path: Path) -> None:
     assert spec.retry_for("t") == RetrySpec(max_attempts=3, retry_on=("timeout",),
                                             backoff_ms=50, retry_non_idempotent=False)
     assert spec.retry_for("other").retry_on == ("transient", "5xx")
+
+
+def test_published_server_schema_agrees_with_validate(tmp_path: Path) -> None:
+    import json
+
+    import jsonschema_rs
+
+    import harness
+    from harness.artifacts.checks import frontmatter_schema
+    from harness.artifacts.frontmatter import split
+
+    schemas = Path(harness.__file__).parent / "schemas"
+    published = json.loads((schemas / "server.schema.json").read_text())
+    assert published == frontmatter_schema("server")
+    jsonschema_rs.meta.validate(published)
+    server = jsonschema_rs.validator_for(published)
+    good = ("---\ncommand: [x, --flag]\nenv: {A: '${env:B}'}\nretry: {max_attempts: 2, "
+            "retry_on: [timeout]}\nsandbox: off\nper_tool: {t: {timeout_ms: 5}}\n---\n")
+    bad = "---\ncommand: [x]\nretry: {retry_on: [flaky]}\nloading: lazy\n---\n"
+    assert project(tmp_path / "g", files={"s.md": good}).ok
+    assert not project(tmp_path / "b", files={"s.md": bad}).ok
+    assert server.is_valid(split(good.encode(), "s.md")[0])
+    assert not server.is_valid(split(bad.encode(), "s.md")[0])
+    whole = jsonschema_rs.validator_for(json.loads((schemas / "harness.schema.json").read_text()))
+    assert whole.is_valid({"mcp_servers": {"git": {"command": ["mcp-server-git"]}}})
+    assert not whole.is_valid({"mcp_servers": {"git": {"command": ["x"], "loading": "lazy"}}})
