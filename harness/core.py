@@ -116,19 +116,21 @@ class Harness:
             return
         with self._runtime_lock:
             version = up.version
-            for name in self._upstream_names:
-                self._tools.pop(name, None)
-                self._handlers.pop(name, None)
-            self._upstream_names = set()
+            # New dicts, not edits in place: a registry in use keeps the ones it has.
+            tools = {n: t for n, t in self._tools.items() if n not in self._upstream_names}
+            handlers = {n: h for n, h in self._handlers.items()
+                        if n not in self._upstream_names}
+            names: set[str] = set()
             for name, spec in up.tools().items():
-                if name in self._tools:
+                if name in tools:
                     _log.error('upstream tool "%s" (%s) is left out: a tool of that name is '
                                "already defined in %s", name, spec.source.path,
-                               self._tools[name].source.path)
+                               tools[name].source.path)
                     continue
-                self._tools[name] = spec
-                self._handlers[name] = up.handler(name)
-                self._upstream_names.add(name)
+                tools[name] = spec
+                handlers[name] = up.handler(name)
+                names.add(name)
+            self._tools, self._handlers, self._upstream_names = tools, handlers, names
             self._upstream_seen = version
             self._registry = None
 
