@@ -115,7 +115,13 @@ class Upstream:
                           statuses)
         if spec.transport == "stdio" and launch.sandboxed:
             def checked(launch: Any = launch) -> None:
-                for note in after_stop(self.config, launch):
+                try:
+                    notes = after_stop(self.config, launch)
+                except Exception:  # noqa: BLE001 - a check must not break stopping
+                    log.exception('upstream server "%s": checking protected paths after it '
+                                  "stopped failed", spec.name)
+                    return
+                for note in notes:
                     log.warning('upstream server "%s": %s', spec.name, note.removeprefix(
                         "harness: "))
 
