@@ -12,34 +12,29 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import fnmatch
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from harness.artifacts.checks import NAME_RE
-from harness.artifacts.model import Source, ToolSpec
+from harness.artifacts.model import ToolSpec
 from harness.artifacts.servers import ServerSpec
 from harness.config import Config
 from harness.upstream.connection import Connection, Loop, UpstreamFailure, new_errlog
 from harness.upstream.launch import LaunchError, after_stop, http_transport, stdio_launch
+from harness.upstream.mapping import (
+    Listing,
+    build_listing,
+    convert,
+    describe,
+    failure_kind,
+    listing_shape,
+    server_source,
+)
 
 log = logging.getLogger("harness.upstream")
-_HINTS = {"readOnlyHint": "read_only", "destructiveHint": "destructive",
-          "idempotentHint": "idempotent", "openWorldHint": "open_world", "title": "title"}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Listing:
-    """What one server offers after the tools: allow/deny filter."""
-
-    specs: Mapping[str, ToolSpec]  # NAME.TOOL -> spec
-    upstream: Mapping[str, str]  # NAME.TOOL -> the upstream tool name
-    skipped: tuple[str, ...] = ()  # upstream names that cannot be harness tool names
 
 
 class Upstream:
@@ -88,9 +83,9 @@ class Upstream:
                 raise UpstreamFailure("error", str(exc)) from None
             except Exception as exc:  # noqa: BLE001 - spawn, handshake, HTTP errors
                 msg = (f'upstream server "{name}" could not be started: '
-                       f"{_describe(exc)} (declared in {spec.source.path}:{spec.source.line})")
+                       f"{describe(exc)} (declared in {spec.source.path}:{spec.source.line})")
                 self._failed[name] = msg
-                raise UpstreamFailure(_kind(exc), msg) from None
+                raise UpstreamFailure(failure_kind(exc), msg) from None
             self._failed.pop(name, None)
             self._conns[name] = conn
             return conn
@@ -152,7 +147,7 @@ class Upstream:
         with self._lock:
             old = self._listings.get(name)
             self._listings[name] = listing
-            if old is None or _shape(old) != _shape(listing):
+            if old is None or listing_shape(old) != listing_shape(listing):
                 self.version += 1
                 changed = True
             else:
@@ -175,7 +170,7 @@ class Upstream:
                 self._set_listing(name, await self._list(conn))
             except Exception as exc:  # noqa: BLE001
                 log.warning('upstream server "%s": listing tools after list_changed failed: %s',
-                            name, _describe(exc))
+                            name, describe(exc))
 
         asyncio.get_running_loop().create_task(refresh())
 
@@ -243,7 +238,7 @@ class Upstream:
             self.start(name)
         except UpstreamFailure as exc:
             spec = ToolSpec(name=tool, description=str(exc), input_schema={"type": "object"},
-                            source=_source(self.servers[name]))
+                            source=server_source(self.servers[name]))
             message = str(exc)
             return spec, lambda args: {"error": message}
         found = self._listings[name].specs.get(tool)
@@ -324,102 +319,23 @@ class Upstream:
                 raise UpstreamFailure("5xx" if status >= 500 else "error",
                                       f'upstream server "{name}" answered the call to "{tool}" '
                                       f"with HTTP {status}") from None
-            raise UpstreamFailure(_kind(exc), f'upstream server "{name}" refused the call to '
-                                  f'"{tool}": {_describe(exc)}') from None
+            raise UpstreamFailure(failure_kind(exc), f'upstream server "{name}" refused the '
+                                  f'call to "{tool}": {describe(exc)}') from None
         except Exception as exc:  # noqa: BLE001 - transport errors (HTTP, pipes)
-            kind = _kind(exc)
+            kind = failure_kind(exc)
             if kind == "transient":
                 raise self._lost(conn, tool, exc) from None
             raise UpstreamFailure(kind, f'upstream server "{name}" failed the call to "{tool}": '
-                                  f"{_describe(exc)}") from None
+                                  f"{describe(exc)}") from None
         return convert(result)
 
     def _lost(self, conn: Connection, tool: str, exc: BaseException | None = None
               ) -> UpstreamFailure:
         conn.dead = True
         asyncio.get_running_loop().create_task(conn.stop())
-        why = f": {_describe(exc)}" if exc is not None else ""
+        why = f": {describe(exc)}" if exc is not None else ""
         tail = conn.stderr_tail()
         said = f'; its last stderr line: "{tail}"' if tail else ""
         return UpstreamFailure("transient", f'upstream server "{conn.spec.name}" crashed or '
                                f'closed the connection during the call to "{tool}"{why}{said}; '
                                "it is restarted on the next call")
-
-
-def build_listing(spec: ServerSpec, tools: list[Any]) -> Listing:
-    specs: dict[str, ToolSpec] = {}
-    upstream: dict[str, str] = {}
-    skipped = []
-    for t in tools:
-        if not any(fnmatch.fnmatchcase(t.name, p) for p in spec.allow) or any(
-                fnmatch.fnmatchcase(t.name, p) for p in spec.deny):
-            continue
-        full = f"{spec.name}.{t.name}"
-        if not NAME_RE.fullmatch(full):
-            skipped.append(t.name)
-            log.warning('upstream server "%s": tool "%s" is left out: "%s" is not a valid tool '
-                        "name ([A-Za-z][A-Za-z0-9_.-], at most 64 characters)",
-                        spec.name, t.name, full)
-            continue
-        ann = None
-        if t.annotations is not None:
-            raw = t.annotations.model_dump(by_alias=True, exclude_none=True)
-            ann = {_HINTS[k]: v for k, v in raw.items() if k in _HINTS}
-        specs[full] = ToolSpec(
-            name=full, description=t.description or t.title or full,
-            input_schema=dict(t.input_schema or {"type": "object"}),
-            returns=dict(t.output_schema) if t.output_schema else None,
-            annotations=ann or None, timeout_ms=spec.timeout_for(t.name),
-            source=_source(spec))
-        upstream[full] = t.name
-    return Listing(specs=dict(sorted(specs.items())), upstream=upstream, skipped=tuple(skipped))
-
-
-def _source(spec: ServerSpec) -> Source:
-    return Source(path=spec.source.path, line=spec.source.line, layer="upstream")
-
-
-def _shape(listing: Listing) -> list[tuple[str, str, Any, Any, Any]]:
-    return [(n, s.description, s.input_schema, s.returns, s.annotations)
-            for n, s in listing.specs.items()]
-
-
-def convert(result: Any) -> Any:
-    """An MCP CallToolResult as a harness value: the structured content when there is
-    some, else the text; ``isError`` becomes the ``{"error": ...}`` error convention."""
-    texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
-    if result.is_error:
-        return {"error": "\n".join(texts) or "the upstream tool failed (isError, no text)"}
-    if result.structured_content is not None:
-        return result.structured_content
-    if len(texts) == len(result.content):
-        return "\n".join(texts)
-    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content]
-
-
-def _kind(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        return _kind(exc.exceptions[0])
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    if isinstance(status, int) and 500 <= status < 600:
-        return "5xx"
-    text = f"{type(exc).__name__} {exc}"
-    for code in range(500, 600):
-        if f" {code} " in f" {text} " or f"status {code}" in text or f"HTTP {code}" in text:
-            return "5xx"
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-        return "timeout"
-    if isinstance(exc, (OSError, EOFError, ConnectionError)) or type(exc).__name__ in (
-            "ClosedResourceError", "BrokenResourceError", "EndOfStream", "ConnectError",
-            "ReadError", "RemoteProtocolError"):
-        return "transient"
-    if "connection closed" in str(exc).lower():
-        return "transient"
-    return "error"
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        return _describe(exc.exceptions[0])
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
