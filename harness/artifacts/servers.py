@@ -320,12 +320,14 @@ def _sandbox_problems(entry: Entry, values: Mapping[str, Any]) -> Iterator[Probl
         yield entry.problem(("sandbox",), "field-invalid", f"{entry.label} sandbox applies to "
                             "stdio servers only (an HTTP server runs elsewhere); remove it",
                             severity="warning")
-    if values.get("allowed_domains") and stdio and sandbox != "off":
+    if values.get("allowed_domains") and stdio and sandbox == "off":
         yield entry.problem(("network",), "server-network", (
-            f"{entry.label} network.allowed_domains cannot be honoured: a sandboxed server has "
-            "no network, and bubblewrap cannot open it to some domains only (the http.* rules "
-            "are enforced inside harness, not by the kernel). Remove network:, or set "
-            "sandbox: off if the server must reach the network"))
+            f"{entry.label} network.allowed_domains has no effect with sandbox: off (the "
+            "server then has the whole network); remove sandbox: off to limit it"),
+            severity="warning")
+    if values.get("allowed_domains") and not stdio:
+        yield entry.problem(("network",), "field-invalid", f"{entry.label} network applies to "
+                            "stdio servers only; remove it", severity="warning")
 
 
 def inline_entries(raw: Any, lines: Any, path: str, problems: list[Problem]) -> list[Entry]:

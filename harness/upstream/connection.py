@@ -83,6 +83,7 @@ class Connection:
         self._owner: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
         self.after_stop: Callable[[], None] | None = None  # run once the process is gone
+        self.egress: Any = None  # the EgressProxy of a sandboxed server with network
 
     async def start(self) -> None:
         from mcp import Client
@@ -143,6 +144,9 @@ class Connection:
         done, self.after_stop = self.after_stop, None
         if done is not None:
             done()
+        egress, self.egress = self.egress, None
+        if egress is not None:
+            await egress.stop()
 
     def stderr_tail(self, limit: int = 400) -> str:
         f = self.errlog

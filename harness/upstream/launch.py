@@ -71,8 +71,11 @@ def find_program(spec: ServerSpec, root: Path) -> str:
     return found
 
 
-def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str]) -> Launch:
-    """The command line, environment and working directory of a stdio server."""
+def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str],
+                 egress: Any = None) -> Launch:
+    """The command line, environment and working directory of a stdio server. ``egress``
+    (an :class:`harness.upstream.egress.EgressProxy`) opens the network of a sandboxed
+    server to its ``allowed_domains``."""
     workspace = str(config.workspace)
     program = find_program(spec, config.root)
     args = list(spec.command[1:])
@@ -107,6 +110,10 @@ def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str]) -
     extra: list[str] = []
     for path in mounts:
         extra += ["--ro-bind", path, path]
+    if egress is not None:
+        extra += egress.bwrap_args()
+        env.update(egress.env())
+        tail = egress.wrap(tail)
     argv[at:at] = extra
     return Launch(argv=[*argv, *tail], env=env, cwd=cwd, sandboxed=True, mounts=tuple(mounts),
                   plan=plan)

@@ -23,6 +23,7 @@ from harness.artifacts.model import ToolSpec
 from harness.artifacts.servers import ServerSpec
 from harness.config import Config
 from harness.upstream.connection import Connection, Loop, UpstreamFailure, new_errlog
+from harness.upstream.egress import EgressProxy
 from harness.upstream.launch import LaunchError, after_stop, http_transport, stdio_launch
 from harness.upstream.mapping import (
     Listing,
@@ -93,11 +94,21 @@ class Upstream:
     async def _start(self, spec: ServerSpec) -> Connection:
         errlog = None
         launch: Any = None
+        egress: EgressProxy | None = None
         statuses: list[int] = []
         if spec.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            launch = stdio_launch(spec, self.config, os.environ)
+            egress = None
+            if spec.allowed_domains and (spec.sandbox or self.config.exec.sandbox) != "off":
+                egress = EgressProxy(spec.name, spec.allowed_domains)
+                await egress.start()
+            try:
+                launch = stdio_launch(spec, self.config, os.environ, egress)
+            except BaseException:
+                if egress is not None:
+                    await egress.stop()
+                raise
             log.debug("upstream server %s: sandboxed=%s, read-only mounts %s, argv %s",
                       spec.name, launch.sandboxed, launch.mounts, launch.argv)
             errlog = new_errlog()
@@ -108,6 +119,7 @@ class Upstream:
             transport = http_transport(spec, os.environ, statuses)
         conn = Connection(spec, transport, lambda: self._list_changed(spec.name), errlog,
                           statuses)
+        conn.egress = egress
         if spec.transport == "stdio" and launch.sandboxed:
             def checked(launch: Any = launch) -> None:
                 try:

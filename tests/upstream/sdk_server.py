@@ -104,6 +104,20 @@ def connect(host: str, port: int) -> str:
         return f"refused: {exc}"
 
 
+@server.tool(description="GET a URL with urllib (which follows the *_proxy variables).")
+def fetch(url: str) -> str:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        raise ToolError(f"HTTP {exc.code}: {exc.read().decode('utf-8', 'replace')}") from None
+    except OSError as exc:
+        raise ToolError(f"unreachable: {exc}") from None
+
+
 @server.tool(description="Append to a counter file; not idempotent.",
              annotations=ToolAnnotations(idempotentHint=False, destructiveHint=True))
 def write_once(marker: str) -> str:

@@ -105,18 +105,61 @@ def test_runtime_paths_mount_the_interpreter_not_the_home(tmp_path: Path) -> Non
         assert os.path.realpath(venv) in paths
 
 
-def test_validate_warns_about_sandbox_off_and_refuses_network(tmp_path: Path) -> None:
+def test_validate_warns_about_sandbox_off_and_network_without_sandbox(tmp_path: Path) -> None:
     from upstream_helpers import write_project
 
     write_project(tmp_path, {
-        "loose": sdk(tmp_path, sandbox="off"),
+        "loose": sdk(tmp_path, sandbox="off", network={"allowed_domains": ["example.com"]}),
         "netty": sdk(tmp_path, network={"allowed_domains": ["example.com"]})})
     problems = harness.check(tmp_path)
-    by_code = {p.code: p for p in problems}
-    assert by_code["server-unsandboxed"].severity == "warning"
-    assert by_code["server-network"].severity == "error"
-    assert by_code["server-network"].path == "harness.md"
-    assert by_code["server-network"].line == 2
+    assert {(p.code, p.severity) for p in problems} == {("server-unsandboxed", "warning"),
+                                                        ("server-network", "warning")}
+    (net,) = [p for p in problems if p.code == "server-network"]
+    assert net.path == "harness.md" and "has no effect with sandbox: off" in net.message
+
+
+def host_http_server() -> tuple[object, int]:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Hello(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = b"hello from the host"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, httpd.server_address[1]
+
+
+def test_allowed_domains_open_the_network_through_the_http_rules(tmp_path: Path, make) -> None:
+    httpd, port = host_http_server()
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        opened = make(tmp_path / "a", {"sdk": sdk(
+            tmp_path, network={"allowed_domains": ["127.0.0.1"]})}, config=INPROCESS)
+        assert opened.call("sdk.fetch", {"url": url}).value == {"result": "hello from the host"}
+        # Only through the proxy: a direct connection still has no network.
+        direct = opened.call("sdk.connect", {"host": "127.0.0.1", "port": port})
+        assert direct.value["result"].startswith("refused:")
+        other = make(tmp_path / "b", {"sdk": sdk(
+            tmp_path, network={"allowed_domains": ["example.com"]})}, config=INPROCESS)
+        r = other.call("sdk.fetch", {"url": url})
+        assert r.is_error
+        assert ('HTTP 403: upstream server "sdk": IP address "127.0.0.1" is not in '
+                "network.allowed_domains") in r.error
+        named = make(tmp_path / "c", {"sdk": sdk(
+            tmp_path, network={"allowed_domains": ["*.localhost", "example.com"]})},
+            config=INPROCESS)
+        r = named.call("sdk.fetch", {"url": f"http://localhost:{port}/"})
+        assert r.is_error and "HTTP 403" in r.error
+    finally:
+        httpd.shutdown()
 
 
 def test_sandboxed_server_cannot_create_harness_files(tmp_path: Path, make, caplog) -> None:
