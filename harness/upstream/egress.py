@@ -59,9 +59,9 @@ class EgressProxy:
     def bwrap_args(self) -> list[str]:
         return ["--bind", self.folder, INSIDE]
 
-    def wrap(self, argv: list[str]) -> list[str]:
+    def wrap(self, argv: list[str], python: str = "python3") -> list[str]:
         """``argv`` started after the relay listens inside the sandbox."""
-        script = (f'python3 {INSIDE}/relay.py {INSIDE}/proxy.sock {PORT} /tmp/.egress-ready & '
+        script = (f'{python} {INSIDE}/relay.py {INSIDE}/proxy.sock {PORT} /tmp/.egress-ready & '
                   'i=0; while [ ! -e /tmp/.egress-ready ] && [ $i -lt 500 ]; do sleep 0.01; '
                   'i=$((i+1)); done; exec "$@"')
         return ["/bin/sh", "-c", script, "sh", *argv]

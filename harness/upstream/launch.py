@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,9 +112,17 @@ def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str],
     for path in mounts:
         extra += ["--ro-bind", path, path]
     if egress is not None:
+        # The relay needs a Python in the sandbox: the system one, else harness's own
+        # interpreter with its install mounted read-only like a server's.
+        python = shutil.which("python3", path="/usr/bin:/bin")
+        if python is None:
+            python = sys.executable
+            for path in runtime_paths(python, [], workspace, environ.get("HOME", "")):
+                if path not in mounts:
+                    extra += ["--ro-bind", path, path]
         extra += egress.bwrap_args()
         env.update(egress.env())
-        tail = egress.wrap(tail)
+        tail = egress.wrap(tail, python)
     argv[at:at] = extra
     return Launch(argv=[*argv, *tail], env=env, cwd=cwd, sandboxed=True, mounts=tuple(mounts),
                   plan=plan)
