@@ -151,6 +151,15 @@ def _prefix(exe: str) -> str:
     return os.path.dirname(d) if os.path.basename(d) == "bin" else d
 
 
+def _install_root(prefix: str) -> bool:
+    """A Python or node installation (or a virtualenv): what an interpreter needs. Any
+    other ``bin/``'s parent (``~/.local``, ``/opt/tools``) is not mounted whole."""
+    if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
+        return True
+    return any(os.path.exists(os.path.join(prefix, "bin", name))
+               for name in ("python3", "python", "node"))
+
+
 def _venv(path: str) -> str | None:
     d = os.path.dirname(path)
     for _ in range(3):
@@ -189,7 +198,8 @@ def runtime_paths(program: str, args: list[str], workspace: str, home: str) -> l
             return
         seen_exes.add(path)
         for candidate in (path, os.path.realpath(path)):
-            wanted.append(_prefix(candidate))
+            if _install_root(_prefix(candidate)):
+                wanted.append(_prefix(candidate))
             venv = _venv(candidate)
             if venv:
                 wanted.append(venv)

@@ -105,6 +105,17 @@ def test_runtime_paths_mount_the_interpreter_not_the_home(tmp_path: Path) -> Non
         assert os.path.realpath(venv) in paths
 
 
+def test_runtime_paths_do_not_mount_a_whole_home_folder(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    tool = home / ".local" / "bin" / "some-server"
+    tool.parent.mkdir(parents=True)
+    (home / ".local" / "share" / "keyrings").mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho hi\n")
+    tool.chmod(0o755)
+    paths = runtime_paths(str(tool), [], str(tmp_path / "ws"), str(home))
+    assert paths == [str(tool)]  # the program itself, not ~/.local
+
+
 def test_validate_warns_about_sandbox_off_and_network_without_sandbox(tmp_path: Path) -> None:
     from upstream_helpers import write_project
 
