@@ -314,8 +314,8 @@ class Upstream:
         name = conn.spec.name
         seen = len(conn.http_statuses)
         try:
-            result = await asyncio.wait_for(conn.client.call_tool(upstream, args),
-                                            timeout_ms / 1000)
+            async with asyncio.timeout(timeout_ms / 1000):  # no extra task, unlike wait_for
+                result = await conn.client.call_tool(upstream, args)
         except TimeoutError:
             conn.dead = True
             asyncio.get_running_loop().create_task(conn.stop())
