@@ -149,7 +149,7 @@ _ZERO_OK = ("max_timeout_ms",)
 # Dataclass fields that are not harness.md keys.
 _INTERNAL = ("problems",)
 # Keys of harness.md frontmatter that are not config sections.
-OTHER_KEYS = ("tools", "hooks", "workspace", "arguments")
+OTHER_KEYS = ("tools", "hooks", "workspace", "arguments", "mcp_servers")
 ARGUMENT_MODES = ("note", "strict")
 KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
 

@@ -95,12 +95,57 @@ class Harness:
         self._host: ScriptRuntime | None = None
         self._finalizer = weakref.finalize(self, _shutdown, self._runtimes, self._audit)
         _stop_before_thread_join(self._finalizer)
+        # Upstream MCP servers (harness/upstream/): their tools join self._tools on use.
+        self._upstream: Any = None
+        self._upstream_seen = -1
+        self._upstream_names: set[str] = set()
+        if project.servers:
+            from harness.upstream import Upstream
+
+            self._upstream = Upstream(project.servers, self.config)
+            weakref.finalize(self, self._upstream.close)
+            self._upstream.start_eager()
 
     # -- tools -------------------------------------------------------------------
+
+    def _sync_upstream(self, start: bool) -> None:
+        """Bring upstream tools into ``_tools`` (starting the servers when ``start``)."""
+        up = self._upstream
+        if up is None:
+            return
+        if start and not self._closed:
+            up.start_all()
+        if up.version == self._upstream_seen:
+            return
+        with self._runtime_lock:
+            version = up.version
+            # New dicts, not edits in place: a registry in use keeps the ones it has.
+            tools = {n: t for n, t in self._tools.items() if n not in self._upstream_names}
+            handlers = {n: h for n, h in self._handlers.items()
+                        if n not in self._upstream_names}
+            names: set[str] = set()
+            for name, spec in up.tools().items():
+                if name in tools:
+                    _log.error('upstream tool "%s" (%s) is left out: a tool of that name is '
+                               "already defined in %s", name, spec.source.path,
+                               tools[name].source.path)
+                    continue
+                tools[name] = spec
+                handlers[name] = up.handler(name)
+                names.add(name)
+            self._tools, self._handlers, self._upstream_names = tools, handlers, names
+            self._upstream_seen = version
+            self._registry = None
+
+    @property
+    def upstream(self) -> Any:
+        """The upstream MCP servers (``harness.upstream.Upstream``), or None."""
+        return self._upstream
 
     @property
     def tools(self) -> dict[str, ToolSpec]:
         """Exposed tools by name, sorted (enabled and not deferred)."""
+        self._sync_upstream(start=True)
         return {n: t for n, t in sorted(self._tools.items())
                 if t.enabled and t.loading == "always"
                 and policy_allows(self.config, n)}
@@ -108,6 +153,7 @@ class Harness:
     @property
     def all_tools(self) -> dict[str, ToolSpec]:
         """Every loaded tool, including disabled and deferred ones."""
+        self._sync_upstream(start=True)
         return dict(sorted(self._tools.items()))
 
     @property
@@ -191,6 +237,8 @@ class Harness:
 
     @property
     def registry(self) -> Registry:
+        if self._upstream is not None and self._upstream.version != self._upstream_seen:
+            self._sync_upstream(start=False)
         reg = self._registry
         if reg is None:
             reg = self._registry = Registry(
@@ -258,6 +306,8 @@ class Harness:
         if self._default is not None:
             self._default.end()
         self._finalizer()  # kill workers first: nothing below waits for a running script
+        if self._upstream is not None:
+            self._upstream.close()  # stop every upstream server process
         if self._default is not None:
             self._default.close()
         # Calls still queued when the runtime closed (in-process) may have prepared a
@@ -373,7 +423,12 @@ class Session:
         return ref
 
     def extra_tool(self, name: str) -> tuple[ToolSpec, Handler | None] | None:
-        return self._extra.get(name)
+        found = self._extra.get(name)
+        up = self.harness._upstream
+        if found is None and up is not None and up.server_of(name) is not None:
+            # NAME.TOOL of a server not started yet: start it (first use).
+            return up.resolve(name)
+        return found
 
     def host(self, method: str, payload: Mapping[str, Any]) -> Any:
         """Session services for built-ins (reached through ``CallContext.host``)."""

@@ -406,6 +406,8 @@ SCHEMA_FILES = {
                "/*.md: lists of tools and hooks."),
     "harness": ("harness.md frontmatter", "Configuration of a harness project (SPEC \u00a75). "
                 "The body is the system prompt."),
+    "server": ("harness upstream MCP server declaration", "Frontmatter of "
+               ".harness/servers/NAME.md (docs/mcp-servers.md). The body is a note for humans."),
 }
 
 
@@ -415,6 +417,7 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
     ``harness/schemas/<kind>.schema.json`` holds exactly this; a test keeps them equal
     and checks that they agree with validate on every fixture.
     """
+    from harness.artifacts.servers import server_schema
     from harness.config import section_schemas
 
     def obj(fields: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -438,6 +441,8 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
     head: dict[str, Any] = {"$schema": METASCHEMA_URI,
                             "$id": f"https://harness.dev/schemas/{kind}.schema.json",
                             "title": title, "description": description}
+    if kind == "server":
+        return {**head, **server_schema()}
     if kind in ("tool", "hook"):
         body: dict[str, Any] = {"$ref": f"#/$defs/{kind}"}
     elif kind == "bundle":
@@ -450,7 +455,11 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
                     "arguments": {"enum": list(ARGUMENTS), "default": "note",
                                   "description": "Unknown argument names: note (run, and say "
                                   "so in the result) or strict (refuse the call)."},
+                    "mcp_servers": {"type": "object", "description": "Upstream MCP servers: "
+                                    "name -> settings (docs/mcp-servers.md).",
+                                    "additionalProperties": {"$ref": "#/$defs/server"}},
                     **section_schemas()})
+        defs["server"] = server_schema()
     return {**head, **body, "$defs": defs}
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from harness.artifacts.servers import ServerSpec
     from harness.config import Config
 
 Severity = Literal["error", "warning"]
@@ -125,6 +126,8 @@ class Project:
     tools: Mapping[str, ToolSpec] = field(default_factory=dict)
     hooks: tuple[HookSpec, ...] = ()
     problems: tuple[Problem, ...] = ()
+    # Upstream MCP servers by name (``.harness/servers/`` and ``mcp_servers:``).
+    servers: Mapping[str, ServerSpec] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -78,11 +78,12 @@ def write_answer(answer: dict[str, Any], fd: int = 1) -> None:
 
 def changes_possible(harness: Any, watch: bool) -> bool:
     """Whether the tool listing can ever change (``tools.listChanged``): a reload, or
-    deferred tools that the built-in tool_search surfaces."""
+    deferred tools that the built-in tool_search surfaces, or an upstream MCP server's
+    own tools/list_changed (harness/upstream/)."""
     from harness.pipeline import policy_allows
     from harness.serve.search import NAME
 
-    if watch:
+    if watch or getattr(harness, "upstream", None) is not None:
         return True
     if NAME in harness.all_tools:
         return False

@@ -193,6 +193,8 @@ class HarnessMCPServer:
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._initialized)
         self._log_tool_search_shadowing()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._follow_upstream(self.gen)
 
     def _changes_possible(self) -> bool:
         """Whether the listing can ever change: a reload, or tool_search surfacing."""
@@ -252,6 +254,7 @@ class HarnessMCPServer:
         log.debug("client disconnected")
 
     async def _initialized(self, ctx: Any, params: Any) -> None:
+        self._loop = asyncio.get_running_loop()
         self._client(ctx)
 
     # -- subscriptions/listen (2026-07-28) ----------------------------------------------
@@ -268,6 +271,27 @@ class HarnessMCPServer:
         scope = identity_of(ctx.request) or ANONYMOUS
         self._bus(scope)
         return await self._listeners[scope](ctx, params)
+
+    def _follow_upstream(self, gen: Generation) -> None:
+        """Pass an upstream server's tools/list_changed on to every client (upstream/)."""
+        up = gen.harness.upstream
+        if up is None:
+            return
+
+        def changed() -> None:  # called on the upstream client's thread
+            loop = self._loop
+            if loop is not None and gen is self.gen and not loop.is_closed():
+                asyncio.run_coroutine_threadsafe(self._notify_all(), loop)
+
+        up.listeners.append(changed)
+
+    async def _notify_all(self) -> None:
+        """tools/list_changed to every handshake-era client and, once, to every bus."""
+        for client in list(self.clients.values()):
+            if not client.modern:
+                await self._notify(client)
+        for bus in list(self._buses.values()):
+            await bus.publish(ToolsListChanged())
 
     # -- tools/list --------------------------------------------------------------------
 
@@ -438,6 +462,7 @@ class HarnessMCPServer:
             return False
         old, new = self.gen, Generation(harness)
         self.gen = new
+        self._follow_upstream(new)
         self.server.instructions = harness.system_prompt
         for client in list(self.clients.values()):
             client.gen = new
@@ -448,11 +473,7 @@ class HarnessMCPServer:
             await self._close_generation(old)
         log.info("reloaded %s: %d tools", self.root, len(harness.tools))
         self._log_tool_search_shadowing()
-        for client in list(self.clients.values()):
-            if not client.modern:
-                await self._notify(client)
-        for bus in list(self._buses.values()):
-            await bus.publish(ToolsListChanged())
+        await self._notify_all()
         return True
 
     async def _close_generation(self, gen: Generation) -> None:
