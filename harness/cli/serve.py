@@ -59,7 +59,7 @@ def command(root: Path | None, transport: str, host: str, port: int,
 
         if importlib.util.find_spec("mcp") is None:
             raise CliError("harness serve needs the MCP SDK; install it with "
-                           "pip install 'harness[mcp]'", exit_code=2)
+                           "pip install 'harness-md[mcp]'", exit_code=2)
         from harness.serve.fast_start import serve_stdio
 
         try:
