@@ -96,8 +96,10 @@ def version() -> str:
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as dist_version
 
+    from harness import DISTRIBUTION
+
     try:
-        return dist_version("harness-md")
+        return dist_version(DISTRIBUTION)
     except PackageNotFoundError:  # pragma: no cover - running from a checkout
         return "0"
 

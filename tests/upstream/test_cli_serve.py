@@ -40,7 +40,7 @@ def test_list_schema_and_call_include_upstream_tools(tmp_path: Path) -> None:
     assert call.returncode == 0, call.stderr
     assert json.loads(call.stdout)["value"]["timezone"] == "UTC"
     bad = harness_cli("call", "time.get_current_time", "{}", cwd=tmp_path)
-    assert bad.returncode == 1 and "'timezone' is a required property" in bad.stderr
+    assert bad.returncode == 1 and '"timezone" is a required property' in bad.stderr
 
 
 def test_validate_is_offline_unless_connect(tmp_path: Path) -> None:
@@ -104,7 +104,7 @@ async def _serve_session(root: Path) -> None:
         assert blocked.content[0].text == ('blocked by hook "no_secret": no secrets over the '
                                            "proxy")
         bad = await c.call_tool("sdk.add", {"a": "x", "b": 1})
-        assert bad.is_error and "$.a: 'x' is not of type 'integer'" in bad.content[0].text
+        assert bad.is_error and '$.a: "x" is not of type "integer"' in bad.content[0].text
         changed = anyio.Event()
         await c.call_tool("sdk.grow", {"name": "newt"})
         with anyio.fail_after(15):

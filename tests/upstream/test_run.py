@@ -34,4 +34,4 @@ def test_run_calls_an_upstream_tool(tmp_path: Path) -> None:
     results = {m["tool_call_id"]: m["content"] for m in second["messages"] if m["role"] == "tool"}
     assert json.loads(results["t1"])["timezone"] == "UTC"
     assert results["t2"] == ('invalid arguments for tool "time.get_current_time": $.timezone: '
-                             "'timezone' is a required property")
+                             '"timezone" is a required property')

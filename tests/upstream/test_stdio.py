@@ -74,8 +74,8 @@ def test_arguments_are_validated_before_the_call(tmp_path: Path, make) -> None:
     h = make(tmp_path, {"sdk": sdk(tmp_path)}, config=INPROCESS)
     r = h.call("sdk.add", {"a": "x"})
     assert r.is_error
-    assert r.error == ('invalid arguments for tool "sdk.add": $.a: \'x\' is not of type '
-                       "'integer'; $.b: 'b' is a required property")
+    assert r.error == ('invalid arguments for tool "sdk.add": $.a: "x" is not of type '
+                       '"integer"; $.b: "b" is a required property')
 
 
 def test_upstream_is_error_is_an_error_result(tmp_path: Path, make) -> None:
@@ -93,7 +93,7 @@ def test_third_party_time_server(tmp_path: Path, make) -> None:
     assert r.value["timezone"] == "UTC" and "datetime" in r.value
     bad = h.call("time.get_current_time", {})
     assert bad.error == ('invalid arguments for tool "time.get_current_time": $.timezone: '
-                         "'timezone' is a required property")
+                         '"timezone" is a required property')
 
 
 def test_hook_blocks_one_upstream_tool(tmp_path: Path, make) -> None:

@@ -33,7 +33,7 @@ def test_http_server_tools_and_calls(tmp_path: Path, make, http_url: str) -> Non
     assert {"web.echo", "web.add", "web.header"} <= set(h.tools)
     assert h.call("web.add", {"a": 20, "b": 22}).value == {"sum": 42}
     bad = h.call("web.add", {"a": 1})
-    assert bad.error == "invalid arguments for tool \"web.add\": $.b: 'b' is a required property"
+    assert bad.error == 'invalid arguments for tool "web.add": $.b: "b" is a required property'
     err = h.call("web.fail", {"reason": "http"})
     assert err.is_error and "failing on purpose: http" in err.error
 
