@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -378,19 +379,38 @@ def _venv_prefixes(workspace: str) -> tuple[str, ...]:
                     k, _, v = line.partition("=")
                     if k.strip() == "home" and v.strip().startswith("/"):
                         home = os.path.normpath(v.strip())
-                        found += [_prefix(home + "/python"), _prefix(os.path.realpath(home)
-                                                                      + "/python")]
+                        if _holds_python(home):
+                            found += [_prefix(home + "/python"),
+                                      _prefix(os.path.realpath(home) + "/python")]
         except OSError:
             pass
         for exe in ("python3", "python"):
             hops = link_hops(os.path.join(workspace, name, "bin", exe))
-            found += [_prefix(h) for h in hops]
+            found += [_prefix(h) for h in hops if _is_python(h)]
         uniq = tuple(p for p in dict.fromkeys(found) if not _inside(p, workspace))
         if len(_venv_cache) > 64:
             _venv_cache.clear()
         _venv_cache[cfg] = (key, uniq)
         out += uniq
     return tuple(out)
+
+
+_PYTHON_NAME = re.compile(r"python(?:3(?:\.[0-9]+)?)?")
+
+
+def _is_python(path: str) -> bool:
+    """Whether ``path`` is named like a Python interpreter and is (or leads to) an
+    executable file on the host. ``pyvenv.cfg`` and ``.venv/bin`` are written by
+    commands: only such a path may decide an automatic mount, never any directory
+    a command names (second attack review)."""
+    return (_PYTHON_NAME.fullmatch(os.path.basename(path)) is not None
+            and os.path.isfile(path) and os.access(path, os.X_OK))
+
+
+def _holds_python(directory: str) -> bool:
+    """Whether ``directory`` (a ``pyvenv.cfg`` ``home``) holds a Python interpreter."""
+    return any(_is_python(os.path.join(directory, n))
+               for n in ("python3", "python", *(f"python3.{m}" for m in range(6, 20))))
 
 
 def link_hops(path: str, limit: int = 40) -> list[str]:

@@ -1,0 +1,73 @@
+"""Second attack review: a sandboxed command must not choose which host directories
+the next command sees. The automatic workspace-virtualenv mount reads ``pyvenv.cfg``
+and the ``.venv/bin/python`` links, which any command can write: it binds only a real
+Python installation, never an arbitrary host directory named there."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.config import Config
+from harness.runtime import sandbox
+from harness.runtime.builtins.proc import run
+from harness.runtime.context import CallContext
+
+_bwrap, _flags, _why = sandbox.status()
+pytestmark = [pytest.mark.skipif(_flags is None, reason=f"bubblewrap unusable here: {_why}"),
+              pytest.mark.usefixtures("start_mode")]
+
+
+def make_ctx(ws: Path) -> CallContext:
+    config = Config(root=ws, workspace=ws)
+    config = dataclasses.replace(config, exec=dataclasses.replace(config.exec,
+                                                                  sandbox="required"))
+    return CallContext(config=config, log=lambda *a: None)
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> tuple[Path, Path]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "harness.md").write_text("---\n---\n")
+    data = tmp_path / "hostdata"  # a host directory that is not a toolchain
+    (data / "bin").mkdir(parents=True)
+    (data / "secret.txt").write_text("host secret\n")
+    return ws, data
+
+
+def test_a_command_cannot_expose_a_host_directory_through_pyvenv_cfg(
+        host: tuple[Path, Path]) -> None:
+    ws, data = host
+    assert not run(make_ctx(ws), "cat", [str(data / "secret.txt")])["ok"]
+    planted = run(make_ctx(ws), "sh", ["-c", "mkdir -p .venv && printf 'home = %s\\n' "
+                                       f"'{data}/bin' > .venv/pyvenv.cfg"])
+    assert planted["ok"], planted["stderr"]
+    r = run(make_ctx(ws), "cat", [str(data / "secret.txt")])
+    assert not r["ok"] and "host secret" not in r["stdout"]
+
+
+def test_a_command_cannot_expose_a_host_directory_through_a_venv_link(
+        host: tuple[Path, Path]) -> None:
+    ws, data = host
+    planted = run(make_ctx(ws), "sh", ["-c", "mkdir -p .venv/bin && touch .venv/pyvenv.cfg"
+                                       f" && ln -s '{data}/bin/python3' .venv/bin/python3"])
+    assert planted["ok"], planted["stderr"]
+    r = run(make_ctx(ws), "cat", [str(data / "secret.txt")])
+    assert not r["ok"] and "host secret" not in r["stdout"]
+
+
+def test_a_real_python_install_named_by_the_venv_is_still_bound(
+        host: tuple[Path, Path], tmp_path: Path) -> None:
+    ws, _data = host
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    prefix = os.path.dirname(os.path.dirname(base))
+    (ws / ".venv").mkdir()
+    (ws / ".venv" / "pyvenv.cfg").write_text(f"home = {os.path.dirname(base)}\n")
+    got = sandbox.toolchains(str(ws), ())
+    assert any(prefix == g or prefix.startswith(g + "/") for g in got) or any(
+        prefix.startswith(r + "/") or prefix == r for r in sandbox.system_roots())
