@@ -22,6 +22,8 @@ from harness.errors import BuiltinError
 from harness.runtime.context import CallContext
 
 MAX_METRICS = 10_000
+# Names are labels: bounded, so MAX_METRICS names stay small (second attack review).
+MAX_METRIC_NAME = 256
 MAX_PAD_BYTES = 1024 * 1024
 
 
@@ -44,6 +46,10 @@ class MetricsStore:
         self.max_names = max_names
 
     def _room(self, name: str) -> None:
+        if not isinstance(name, str) or len(name) > MAX_METRIC_NAME:
+            size = len(name) if isinstance(name, str) else type(name).__name__
+            raise BuiltinError(f"metrics: a metric name has at most {MAX_METRIC_NAME} "
+                               f"characters, got {size}; use a short label")
         if name not in self._data and len(self._data) >= self.max_names:
             raise BuiltinError(f"metrics: this session already has {self.max_names} metrics")
 
