@@ -86,7 +86,12 @@ class EgressProxy:
             url, rest = f"https://{host}:{port_text}/", b""
         elif target.startswith("http://"):
             url = target
-            rest = head  # forwarded as is (absolute-form is accepted by servers)
+            try:
+                rest, body_size = _one_request(head, url)
+            except ValueError as exc:
+                self.refused.append(str(exc))
+                await self._refuse(writer, 403, str(exc))
+                return
         else:
             await self._refuse(writer, 400, "only CONNECT and http:// requests are proxied")
             return
@@ -102,10 +107,13 @@ class EgressProxy:
         if method.upper() == "CONNECT":
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             await writer.drain()
+            upload = _pipe(reader, up_writer)
         else:
+            # One checked request only: its head, then exactly its body; what the
+            # client sends after that was never checked and is not passed on.
             up_writer.write(rest)
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer),
-                             return_exceptions=True)
+            upload = _copy(reader, up_writer, body_size)
+        await asyncio.gather(upload, _pipe(up_reader, writer), return_exceptions=True)
 
     def _check(self, url: str) -> tuple[object, int]:
         import httpx
@@ -124,6 +132,66 @@ class EgressProxy:
         with contextlib.suppress(Exception):
             await writer.drain()
         writer.close()
+
+
+# Dropped from a forwarded plain-http request (hop-by-hop, or steering a proxy); the
+# request is sent with "Connection: close" instead.
+_HOP_HEADERS = frozenset((b"connection", b"keep-alive", b"proxy-connection", b"te",
+                          b"upgrade", b"trailer", b"proxy-authorization",
+                          b"proxy-authenticate"))
+
+
+def _one_request(head: bytes, url: str) -> tuple[bytes, int]:
+    """The head of a plain-http request to forward (hop-by-hop headers dropped,
+    ``Connection: close`` added) and the size of its body. Refuses (ValueError) a
+    ``Host`` header naming another host than the checked URL, and a body framed by
+    anything but ``Content-Length``: the proxy must know where the checked request ends."""
+    import httpx
+
+    parsed = httpx.URL(url)
+    port = parsed.port or 80
+    authority = parsed.raw_host.decode("ascii").lower().rstrip(".")
+    lines = head.split(b"\r\n")
+    out, size = [lines[0]], 0
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, sep, value = line.partition(b":")
+        key = name.strip().lower()
+        if not sep or name != name.strip():
+            raise ValueError("malformed request header line")
+        text = value.strip().decode("latin-1")
+        if key == b"host":
+            host, _c, port_text = text.lower().rpartition(":") if not text.endswith(
+                "]") else (text.lower(), "", "")
+            if not _c or not port_text.isdigit():
+                host, port_text = text.lower(), str(80)
+            if host.strip("[]").rstrip(".") != authority.strip("[]") or int(port_text) != port:
+                raise ValueError(f'the Host header "{text}" is not the host of the checked '
+                                 f'URL "{url}"')
+        elif key == b"transfer-encoding":
+            raise ValueError("a request body with Transfer-Encoding is not proxied; send "
+                             "Content-Length")
+        elif key == b"content-length":
+            if not text.isdigit() or (size and int(text) != size):
+                raise ValueError(f'invalid Content-Length "{text}"')
+            size = int(text)
+        if key in _HOP_HEADERS:
+            continue
+        out.append(line)
+    out += [b"Connection: close", b"", b""]
+    return b"\r\n".join(out), size
+
+
+async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, size: int) -> None:
+    """Exactly ``size`` bytes from ``reader`` to ``writer`` (the write side stays open)."""
+    while size > 0:
+        data = await reader.read(min(size, 65536))
+        if not data:
+            return
+        writer.write(data)
+        await writer.drain()
+        size -= len(data)
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
