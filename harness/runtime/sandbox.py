@@ -621,13 +621,56 @@ def sensitive_masks(workspace: str) -> Masks:
         if workspace not in _scans and len(_scans) >= 16:
             _scans.clear()
         _scans[workspace] = new
+        order = _seen_order(workspace, base, files, dirs)
     found = len(files) + len(dirs)
-    if found > MASK_MAX:  # the shallowest, files and directories alike
-        both = sorted([(p.count("/"), i, p, False) for i, p in enumerate(files)]
-                      + [(p.count("/"), i, p, True) for i, p in enumerate(dirs)])[:MASK_MAX]
-        files = [p for _, _, p, is_dir in both if not is_dir]
-        dirs = [p for _, _, p, is_dir in both if is_dir]
+    if found > MASK_MAX:  # the first seen, then the shallowest, files and directories alike
+        both = sorted([(order.get(p, 0), p.count("/"), i, p, False) for i, p in enumerate(files)]
+                      + [(order.get(p, 0), p.count("/"), i, p, True)
+                         for i, p in enumerate(dirs)])[:MASK_MAX]
+        files = [p for *_, p, is_dir in both if not is_dir]
+        dirs = [p for *_, p, is_dir in both if is_dir]
     return Masks(tuple(files), tuple(dirs), found, complete=not queue)
+
+
+# Sensitive entries seen per workspace, in the order first seen (second attack review):
+# a command that floods the workspace (more than MASK_MAX sensitive names, or more than
+# MASK_SCAN_MAX_ENTRIES entries) cannot push an entry seen before out of the masks.
+_SEEN_MAX = 4096
+_seen: dict[str, dict[str, tuple[int, bool]]] = {}
+
+
+def _seen_order(workspace: str, base: str, files: list[str],
+                dirs: list[str]) -> dict[str, int]:
+    """Add the entries seen before that this scan missed (still there, not a symlink,
+    still sensitive) to ``files``/``dirs``; record new ones. Returns path -> rank.
+    Called under ``_scan_lock``."""
+    seen = _seen.get(workspace)
+    if seen is None:
+        if len(_seen) >= 16:
+            _seen.clear()
+        seen = _seen[workspace] = {}
+    now = set(files) | set(dirs)
+    for rel, (_rank, is_dir) in list(seen.items()):
+        if rel in now:
+            continue
+        try:
+            mode = os.lstat(base + rel).st_mode
+        except OSError:
+            del seen[rel]
+            continue
+        if stat.S_ISDIR(mode) != is_dir or stat.S_ISLNK(mode) or not is_sensitive(
+                rel.split("/")):
+            del seen[rel]
+            continue
+        (dirs if is_dir else files).append(rel)
+    rank = max((r for r, _d in seen.values()), default=0) + 1
+    fresh = sorted((rel.count("/"), rel, is_dir) for is_dir, group in ((False, files),
+                                                                        (True, dirs))
+                   for rel in group if rel not in seen)
+    for _depth, rel, is_dir in fresh[:max(0, _SEEN_MAX - len(seen))]:
+        seen[rel] = (rank, is_dir)  # seen in the same scan: the shallowest first
+        rank += 1
+    return {rel: rank for rel, (rank, _d) in seen.items()}
 
 
 _mask_warned: set[tuple[str, str]] = set()
