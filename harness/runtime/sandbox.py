@@ -380,14 +380,14 @@ def _venv_prefixes(workspace: str) -> tuple[str, ...]:
                     if k.strip() == "home" and v.strip().startswith("/"):
                         home = os.path.normpath(v.strip())
                         if _holds_python(home):
-                            found += [_prefix(home + "/python"),
-                                      _prefix(os.path.realpath(home) + "/python")]
+                            found += [_mount_for(home + "/python"),
+                                      _mount_for(os.path.realpath(home) + "/python")]
         except OSError:
             pass
         for exe in ("python3", "python"):
             hops = link_hops(os.path.join(workspace, name, "bin", exe))
-            found += [_prefix(h) for h in hops if _is_python(h)]
-        uniq = tuple(p for p in dict.fromkeys(found) if not _inside(p, workspace))
+            found += [_mount_for(h) for h in hops if _is_python(h)]
+        uniq = tuple(p for p in dict.fromkeys(found) if p and not _inside(p, workspace))
         if len(_venv_cache) > 64:
             _venv_cache.clear()
         _venv_cache[cfg] = (key, uniq)
@@ -405,6 +405,31 @@ def _is_python(path: str) -> bool:
     a command names (second attack review)."""
     return (_PYTHON_NAME.fullmatch(os.path.basename(path)) is not None
             and os.path.isfile(path) and os.access(path, os.X_OK))
+
+
+def _is_install_prefix(prefix: str) -> bool:
+    """Whether ``prefix`` is a Python installation (it holds ``lib/python3.N/os.py``), not
+    a directory that merely has an interpreter in its ``bin`` (``~/.local``, whose
+    ``share`` may hold keyrings, gets one from uv or pipx): only a real install is
+    bound automatically; anything else needs an ``exec.mounts`` entry."""
+    lib = os.path.join(prefix, "lib")
+    try:
+        names = os.listdir(lib)
+    except OSError:
+        return False
+    return any(_PYTHON_NAME.fullmatch(n) is not None and n != "python"
+               and os.path.isfile(os.path.join(lib, n, "os.py")) for n in names)
+
+
+def _mount_for(exe: str) -> str:
+    """What to bind for an interpreter on a venv's link chain: its install prefix when
+    that is a Python installation, else only its ``bin`` directory (a link farm such as
+    ``~/.local/bin``), else nothing ("" )."""
+    prefix = _prefix(exe)
+    if _is_install_prefix(prefix):
+        return prefix
+    directory = os.path.dirname(exe)
+    return directory if os.path.basename(directory) == "bin" else ""
 
 
 def _holds_python(directory: str) -> bool:

@@ -81,7 +81,7 @@ def test_pytest_runs_from_a_workspace_venv_whose_interpreter_is_outside(
     assert r["ok"], r["stdout"] + r["stderr"]
     assert "1 passed" in r["stdout"]
     # The interpreter's install is read-only in the sandbox.
-    r = run(make_ctx(ws), "sh", ["-c", f"touch {tmp_path}/toolchain/x"])
+    r = run(make_ctx(ws), "sh", ["-c", f"touch {tmp_path}/toolchain/bin/x"])
     assert not r["ok"] and "Read-only file system" in r["stderr"]
 
 

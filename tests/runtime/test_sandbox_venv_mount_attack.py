@@ -71,3 +71,29 @@ def test_a_real_python_install_named_by_the_venv_is_still_bound(
     got = sandbox.toolchains(str(ws), ())
     assert any(prefix == g or prefix.startswith(g + "/") for g in got) or any(
         prefix.startswith(r + "/") or prefix == r for r in sandbox.system_roots())
+
+
+def test_a_directory_with_an_interpreter_but_no_python_install_is_not_bound(
+        tmp_path: Path) -> None:
+    """``~/.local`` gets ``bin/python3.12`` from uv or pipx, and its ``share`` may hold
+    keyrings: a command that links ``.venv/bin/python3`` there must not have the next
+    command see it. Only a real install (``lib/python3.N/os.py``) is bound."""
+    ws = tmp_path / "ws"
+    (ws / ".venv" / "bin").mkdir(parents=True)
+    local = tmp_path / "home" / ".local"
+    (local / "bin").mkdir(parents=True)
+    (local / "share" / "keyrings").mkdir(parents=True)
+    (local / "share" / "keyrings" / "login.keyring").write_text("secret\n")
+    (local / "lib" / "python3.12" / "site-packages").mkdir(parents=True)
+    exe = local / "bin" / "python3.12"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    (ws / ".venv" / "bin" / "python3").symlink_to(exe)
+    (ws / ".venv" / "pyvenv.cfg").write_text(f"home = {local / 'bin'}\n")
+    got = sandbox.toolchains(str(ws), ())
+    assert not any(str(local) == g or str(local).startswith(g + "/") for g in got), got
+    assert str(local / "bin") in got  # the link farm alone, so the chain resolves
+    # The same layout with a standard library is a Python install, and is bound.
+    (local / "lib" / "python3.12" / "os.py").write_text("")
+    (ws / ".venv" / "pyvenv.cfg").write_text(f"home = {local / 'bin'}\n\n")
+    assert str(local) in sandbox.toolchains(str(ws), ())
