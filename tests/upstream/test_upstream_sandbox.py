@@ -95,7 +95,13 @@ def test_runtime_paths_mount_the_interpreter_not_the_home(tmp_path: Path) -> Non
     ws = str(tmp_path)
     paths = runtime_paths(sys.executable, [SDK_SERVER], ws, os.path.expanduser("~"))
     real = os.path.realpath(sys.executable)
-    assert any(real.startswith(p + "/") for p in paths), paths
+    # The real interpreter is reachable in the sandbox: under a mounted prefix (a pyenv
+    # or other private install), or under a system directory the sandbox always has (a
+    # virtualenv over /usr/bin/python3, as a normal user's usually is), never mounted twice.
+    system = [r for r in sandbox.system_roots() if real.startswith(r.rstrip("/") + "/")]
+    assert any(real.startswith(p + "/") for p in paths) or system, paths
+    assert not any(p == r or p.startswith(r.rstrip("/") + "/")
+                   for p in paths for r in sandbox.system_roots()), paths
     assert os.path.realpath(SDK_SERVER) in paths
     home = os.path.realpath(os.path.expanduser("~"))
     assert home not in paths and "/" not in paths
@@ -103,6 +109,21 @@ def test_runtime_paths_mount_the_interpreter_not_the_home(tmp_path: Path) -> Non
     venv = os.path.dirname(os.path.dirname(sys.executable))
     if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
         assert os.path.realpath(venv) in paths
+
+
+def test_runtime_paths_of_a_virtualenv_over_a_system_interpreter(tmp_path: Path) -> None:
+    # The shape of a normal user's setup (a virtualenv over /usr/bin/python3), whoever runs
+    # the suite: the virtualenv is mounted, the system interpreter is already in the sandbox.
+    venv = tmp_path / "home" / "proj" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    system_exe = os.path.realpath("/bin/sh")
+    assert any(system_exe.startswith(r + "/") for r in sandbox.system_roots())
+    (venv / "bin" / "python3").symlink_to(system_exe)
+    (venv / "pyvenv.cfg").write_text(f"home = {os.path.dirname(system_exe)}\n"
+                                     f"executable = {system_exe}\n")
+    paths = runtime_paths(str(venv / "bin" / "python3"), [], str(tmp_path / "ws"),
+                          str(tmp_path / "home"))
+    assert paths == [os.path.realpath(venv)]
 
 
 def test_runtime_paths_do_not_mount_a_whole_home_folder(tmp_path: Path) -> None:
