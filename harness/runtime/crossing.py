@@ -14,6 +14,12 @@ structs (which become lists and dicts), dicts with non-string keys (which JSON
 stringifies) and NaN (never equal) take the old path, so the Python value is
 always exactly what the old conversion gives. A value ``json.encode`` rejects is a
 script fault on both paths (:func:`not_json` words it as the engine does).
+
+Not done the other way (built-in results into Starlark): 2,418 ``fs.glob`` dicts take
+10.7 ms through starlark-pyo3 against 3.8 ms as ``json.dumps`` + Starlark's
+``json.decode``, but that decoder sorts each object's keys, so the dicts a script
+sees would iterate (and print) in another order. Tool arguments are small; they keep
+the plain conversion too.
 """
 
 from __future__ import annotations

@@ -155,3 +155,4 @@ def test_only_tools_returning_lists_or_dicts_switch_to_the_wrapper() -> None:
     again = ENGINE.call("tool", src, "t.md", 1, "run", ({"a": 1},), _ctx(), 5000)
     assert first.value == again.value == {"a": [1] * 50}
     assert ENGINE.compile("tool", src, "t.md", 1) in ENGINE._json_run
+
