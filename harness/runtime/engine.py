@@ -159,12 +159,14 @@ class Engine:
 
     def _new_module(self, kind: str) -> sl.Module:
         module = sl.Module()
-        if kind == "tool":
-            crossing.prepare(module, self._dialect)  # before the prelude binds "json"
+        crossing.prepare(module, self._dialect)  # before the prelude binds "json"
         for mod, names in surface.module_names(kind).items():
             for n in names:
                 fn = self._functions.get(f"{mod}.{n}")
-                if fn is not None:
+                if fn is not None and f"{mod}.{n}" in crossing.JSON_BUILTINS:
+                    crossing.bind_builtin(module, self._dialect, mod, n,
+                                          _Bound(f"{mod}.{n}", fn))  # lists of dicts
+                elif fn is not None:
                     module.add_callable(f"__{mod}_{n}", _Bound(f"{mod}.{n}", fn))
         if kind == "hook":
             # Decisions are plain Starlark (no round trip into Python); modify() and

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import pytest
+import starlark as sl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -156,3 +157,98 @@ def test_only_tools_returning_lists_or_dicts_switch_to_the_wrapper() -> None:
     assert first.value == again.value == {"a": [1] * 50}
     assert ENGINE.compile("tool", src, "t.md", 1) in ENGINE._json_run
 
+
+
+# -- built-in results going into Starlark -------------------------------------------
+
+def _into(value: Any) -> tuple[str, str]:
+    """repr in Starlark of ``value`` handed over by a rows built-in and by a plain one
+    (repr shows key order, and tells 1 from 1.0 and True)."""
+    module = sl.Module()
+    crossing.prepare(module, sl.Dialect.standard())
+    crossing.bind_builtin(module, sl.Dialect.standard(), "t", "via", lambda: value)
+    module.add_callable("__t_raw", lambda: value)
+    src = "def run():\n    return [repr(__t_via()), repr(__t_raw())]\n"
+    sl.eval(module, sl.parse("x", src, sl.Dialect.standard()), crossing._GLOBALS)
+    via, raw = module.freeze().call("run")
+    return via, raw
+
+
+_row_keys = st.lists(keys, min_size=0, max_size=4, unique=True)
+
+
+@st.composite
+def _lists_of_dicts(draw: st.DrawFn) -> list[Any]:
+    ks = draw(_row_keys)
+    n = draw(st.integers(0, 12))
+    rows = [dict(zip(ks, draw(st.lists(values, min_size=len(ks), max_size=len(ks))),
+                     strict=True)) for _ in range(n)]
+    if rows and draw(st.booleans()):  # sometimes not uniform: reordered or extra keys
+        i = draw(st.integers(0, len(rows) - 1))
+        rows[i] = dict(reversed(list(rows[i].items()))) if draw(st.booleans()) else {
+            **rows[i], "extra": 1}
+    return rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(_lists_of_dicts())
+def test_builtin_results_reach_starlark_unchanged(value: list[Any]) -> None:
+    try:
+        via, raw = _into(value)
+    except sl.StarlarkError:
+        return  # e.g. NaN inside: starlark-pyo3 cannot take it either way
+    assert via == raw
+
+
+@pytest.mark.parametrize(("value", "used"), [
+    ([{"path": f"é/{i}", "line": i, "text": "x\u2028\x00🎉\"\\"} for i in range(8)], True),
+    ([{"z": 1, "a": (1 << 63) - 1, "m": -(1 << 63), "n": None, "b": True}] * 9, True),
+    ([{"n": 1 << 63}] * 9, False),
+    ([{"f": 0.5}] * 9, False),
+    ([{"l": [1]}] * 9, False),
+    ([{"path": "a"}] * 7, False),
+    ([{"path": "bad\udcff.py"}] * 9, False),
+    ([{"a": 1, "b": 2}] * 4 + [{"b": 2, "a": 1}] * 5, False),
+])
+def test_rows_are_used_only_where_exact(value: list[Any], used: bool) -> None:
+    assert isinstance(crossing.to_starlark(value), str) is used
+    if "\udcff" in str(value[0].get("path")):  # starlark-pyo3 refuses it either way
+        module = sl.Module()
+        module.add_callable("raw", lambda: value)
+        with pytest.raises(sl.StarlarkError, match="surrogate"):
+            sl.eval(module, sl.parse("x", "raw()", sl.Dialect.standard()), crossing._GLOBALS)
+        with pytest.raises(sl.StarlarkError, match="surrogate"):
+            _into(value)
+        return
+    via, raw = _into(value)
+    assert via == raw
+
+
+def test_non_string_keys_never_go_as_rows() -> None:
+    value = [{1: 2}] * 9
+    assert crossing.to_starlark(value) is value
+
+
+def test_search_builtins_through_a_script_match_the_python_results(tmp_path: Any) -> None:
+    from harness.runtime.builtins import fs
+    (tmp_path / "a").mkdir()
+    for i in range(12):
+        (tmp_path / "a" / f"x{i}.py").write_text("import os\nx = 1\nimport é\n" * 5)
+    (tmp_path / "a" / "sub").mkdir()
+    ctx = CallContext(config=Config(root=tmp_path, workspace=tmp_path), tool="t")
+    src = ('def run(args):\n    r = [fs.grep("import", max_matches = 1000),\n'
+           '         fs.glob("**/*", details = True), fs.list("a")]\n'
+           '    return [r, [[repr(x) for x in part] for part in r]]\n')
+    got = ENGINE.call("tool", src, "t.md", 1, "run", ({},), ctx, 5000)
+    assert got.status == "ok", got.error
+    expected = [fs.grep(ctx, "import", max_matches=1000), fs.glob(ctx, "**/*", details=True),
+                fs.list_(ctx, "a")]
+    assert got.value[0] == expected
+    assert all(isinstance(crossing.to_starlark(part), str) for part in expected)  # as rows
+    assert [list(d) for part in got.value[0] for d in part] == [
+        list(d) for part in expected for d in part]  # key order kept
+    bad = ENGINE.call("tool", 'def run(args):\n    return fs.grep("(")\n', "t.md", 4, "run",
+                      ({},), ctx, 5000)
+    assert bad.status == "error"
+    assert bad.error is not None and bad.error.startswith('fs.grep: invalid RE2 pattern "("')
+    assert bad.error.endswith("(at t.md:5)")
