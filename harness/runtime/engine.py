@@ -21,7 +21,7 @@ import starlark as sl
 
 from harness import surface
 from harness.errors import BuiltinError
-from harness.runtime import nesting
+from harness.runtime import crossing, nesting
 from harness.runtime.builtins.calls import rename_calls
 from harness.runtime.cancel import CANCELLED
 from harness.runtime.context import CallContext, Outcome
@@ -37,6 +37,7 @@ _ctx_set = _ctx.set
 _ctx_reset = _ctx.reset
 _monotonic = time.monotonic
 _tuple_new = tuple.__new__
+_CONTAINERS = (list, dict)
 
 
 def current_context() -> CallContext:
@@ -132,6 +133,10 @@ class Engine:
         self._compiled: dict[tuple[str, str, int, str], sl.FrozenModule] = {}
         self._last: dict[str, tuple[str, str, int, sl.FrozenModule]] = {}
         self._lock = threading.Lock()
+        # Tool modules with crossing's wrapper, and those of them called through it
+        # (from their first list or dict result on: an int-returning tool never pays).
+        self._json_able: set[sl.FrozenModule] = set()
+        self._json_run: set[sl.FrozenModule] = set()
         # One options object for every evaluation: the cancellation check reads the
         # deadline of the call in flight from the context variable (it runs about
         # every 1000 instructions, so this costs nothing on short calls).
@@ -154,10 +159,14 @@ class Engine:
 
     def _new_module(self, kind: str) -> sl.Module:
         module = sl.Module()
+        crossing.prepare(module, self._dialect)  # before the prelude binds "json"
         for mod, names in surface.module_names(kind).items():
             for n in names:
                 fn = self._functions.get(f"{mod}.{n}")
-                if fn is not None:
+                if fn is not None and f"{mod}.{n}" in crossing.JSON_BUILTINS:
+                    crossing.bind_builtin(module, self._dialect, mod, n,
+                                          _Bound(f"{mod}.{n}", fn))  # lists of dicts
+                elif fn is not None:
                     module.add_callable(f"__{mod}_{n}", _Bound(f"{mod}.{n}", fn))
         if kind == "hook":
             # Decisions are plain Starlark (no round trip into Python); modify() and
@@ -188,8 +197,11 @@ class Engine:
         ast = sl.parse(filename, padded, self._dialect)
         module = self._new_module(kind)
         sl.eval_with(self._options, module, ast, self._globals)
+        wrapped = kind == "tool" and crossing.add_wrapper(module, self._dialect)
         frozen = module.freeze()
         with self._lock:
+            if wrapped:
+                self._json_able.add(frozen)
             self._compiled[key] = frozen
         return frozen
 
@@ -216,7 +228,12 @@ class Engine:
                 self._last[source] = (kind, filename, line, frozen)
             # starlark-pyo3 converts return values through JSON, so what comes back is
             # JSON-compatible by construction; anything else raised a serde error.
-            value = frozen.call_with(self._options, entry, *args).value
+            if frozen in self._json_run and entry == _TOOL_ENTRY:
+                value = crossing.call(frozen, self._options, args)  # large results: JSON
+            else:
+                value = frozen.call_with(self._options, entry, *args).value
+                if type(value) in _CONTAINERS and frozen in self._json_able:
+                    self._json_run.add(frozen)
         except sl.StarlarkError as exc:
             return _failure(exc, entry, start, timeout_ms)
         except TooDeep as exc:
@@ -253,12 +270,16 @@ def _failure(exc: BaseException, entry: str, start: float, timeout_ms: int) -> O
         params = "args" if entry == "run" else "event, payload"
         return Outcome(status="error", error=f"script does not define {entry}({params})",
                        duration_ms=_ms(start))
-    if "serde::serialize" in text:
+    if "serde::serialize" in text or crossing.not_json(text):
         kind = re.search(r"on type `(\w+)`", text)
         return Outcome(status="error", error=f"{entry}() returned a value that is not "
-                       f"JSON-compatible ({kind.group(1) if kind else 'unknown type'})",
+                       f"JSON-compatible ({kind.group(1) if kind else _not_json_kind(text)})",
                        duration_ms=_ms(start))
     return Outcome(status="error", error=script_error_message(text), duration_ms=_ms(start))
+
+
+def _not_json_kind(text: str) -> str:
+    return "a dict key that is not a string" if crossing.not_json(text) else "unknown type"
 
 
 def script_error_message(text: str) -> str:

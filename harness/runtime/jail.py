@@ -532,8 +532,10 @@ class Jail:
                 if low == seq[-1] and parent[len(parent) - len(seq) + 1:] == seq[:-1]:
                     return True
         depth = len(parent) + 1
-        return any(len(h) == depth and h[-1] == low and h[:-1] == parent
-                   for h in self._current().hidden)
+        for h in self._current().hidden:  # a loop: no generator per entry (hot in walks)
+            if len(h) == depth and h[-1] == low and h[:-1] == parent:
+                return True
+        return False
 
     def protected_targets(self) -> tuple[ProtectedTarget, ...]:
         """Every workspace-relative path protected now: the entries as configured, the

@@ -136,6 +136,16 @@ def test_list_files_children_and_glob(ws: Path) -> None:
     assert [e["path"] for e in py["entries"]] == ["src/app.py"]
 
 
+def test_list_files_glob_entries_in_key_order_with_directories_at_size_zero(ws: Path) -> None:
+    (ws / "src" / "pkg").mkdir()
+    (ws / "src" / "pkg" / "m.py").write_text("x = 1\n")
+    got = ok(ws, "list_files", {"pattern": "src/**/*"})
+    assert got["entries"] == [
+        {"path": "src/app.py", "is_dir": False, "size": (ws / "src" / "app.py").stat().st_size},
+        {"path": "src/pkg", "is_dir": True, "size": 0},
+        {"path": "src/pkg/m.py", "is_dir": False, "size": 6}]
+    assert [list(e) for e in got["entries"]] == [["path", "is_dir", "size"]] * 3
+
 def test_list_files_limits_and_refusals(ws: Path) -> None:
     for i in range(5):
         (ws / f"f{i}.txt").write_text("x")
@@ -168,6 +178,10 @@ def test_search_files_caps_and_errors(ws: Path) -> None:
     assert (capped["count"], capped["truncated"]) == (5, True)
     wide = ok(ws, "search_files", {"pattern": "y+ hit", "path": "many.txt"})
     assert len(wide["matches"][0]["text"]) == 300
+    (ws / "edge.txt").write_text("é" * 296 + " hit\n" + "é" * 297 + " hit\n")
+    edge = ok(ws, "search_files", {"pattern": "hit", "path": "edge.txt"})["matches"]
+    assert [m["text"] for m in edge] == ["é" * 296 + " hit", "é" * 297 + " h…"]
+    assert [list(m) for m in edge] == [["path", "line", "text"]] * 2
     assert "RE2" in err(ws, "search_files", {"pattern": "(a"}) or "regular expression" in err(
         ws, "search_files", {"pattern": "(a"})
     assert "RE2" in err(ws, "search_files", {"pattern": "(?<=a)b"}) or "invalid" in err(

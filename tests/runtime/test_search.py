@@ -26,7 +26,7 @@ from hypothesis import strategies as s
 from harness.config import Config
 from harness.errors import BuiltinError
 from harness.runtime import jail as jail_mod
-from harness.runtime.builtins import fs
+from harness.runtime.builtins import _search, fs
 from harness.runtime.context import CallContext
 
 fs_list = fs.FUNCTIONS["fs.list"]
@@ -241,6 +241,24 @@ def test_hidden_entry_agrees_with_hidden(parent: list[str], name: str) -> None:
     finally:
         jail.close()
 
+
+_RULE_PARTS = ["*.py", "build/", "/top", "!keep.py", "a/**/b", "**/x", "\\#h", "d?r/", "[ab]*",
+               "*.log", "!*.log/", "sub/", "!sub/k", "\\!bang", "sp ace", "**", "c/"]
+_NAMES = ["a", "b", "x", "top", "keep.py", "m.py", "build", "dir", "sub", "k", "#h", "!bang",
+          "sp ace", "q.log", "c", "w\\z", "é"]
+
+
+@given(rules=s.lists(s.sampled_from(_RULE_PARTS), min_size=1, max_size=6),
+       path=s.lists(s.sampled_from(_NAMES), min_size=1, max_size=4), is_dir=s.booleans())
+def test_fast_matcher_agrees_with_check_file(rules: list[str], path: list[str],
+                                             is_dir: bool) -> None:
+    spec = _search._spec("\n".join(rules).encode())
+    if spec is None:
+        return
+    rel = "/".join(path) + ("/" if is_dir else "")
+    match = _search.matcher(spec)
+    assert match.__name__ == "match_file"  # pathspec's backend, not the fallback
+    assert match(rel)[0] == spec.check_file(rel).include
 
 # ------------------------------------------------------------------------ examples
 

@@ -58,7 +58,20 @@ _LINE_ONLY = re.compile(r"\\[Az]|\(\?[a-zA-Z]*-[a-zA-Z]*m")
 
 # ----------------------------------------------------------------------- gitignore
 
-Ignores = tuple[tuple[str, Any], ...]  # (directory, GitIgnoreSpec), shallowest first
+# (directory, match), shallowest first; match(path) -> (include: bool | None, index)
+Ignores = tuple[tuple[str, Callable[[str], tuple[bool | None, Any]]], ...]
+
+
+def matcher(spec: Any) -> Callable[[str], tuple[bool | None, Any]]:
+    """``spec.check_file(path).include`` as ``match(path)[0]``, without pathspec's
+    per-call wrapping: ``check_file`` is ``normalize_file`` (the identity for the
+    relative POSIX paths the walk builds: no leading ``/`` or ``./``, and no other
+    separator on POSIX) + the backend's ``match_file`` + a result object. Falls back
+    to ``check_file`` if a pathspec release moves the backend."""
+    fast = getattr(getattr(spec, "_backend", None), "match_file", None)
+    if callable(fast) and os.sep == "/" and os.altsep is None:
+        return fast
+    return lambda path: (spec.check_file(path).include, None)
 
 
 def _spec(data: bytes) -> Any:
@@ -93,9 +106,9 @@ def _spec(data: bytes) -> Any:
 
 def is_ignored(ignores: Ignores, rel: str, is_dir: bool) -> bool:
     """Whether workspace-relative ``rel`` is ignored by ``ignores`` (deepest decides)."""
-    for base, spec in reversed(ignores):
+    for base, match in reversed(ignores):
         sub = rel[len(base) + 1:] if base else rel
-        got = spec.check_file(sub + "/" if is_dir else sub).include
+        got = match(sub + "/" if is_dir else sub)[0]
         if got is not None:
             return bool(got)
     return False
@@ -119,7 +132,7 @@ def _read_small(dfd: int, name: str) -> bytes | None:
 def _with_dir(ignores: Ignores, dfd: int, rel: str) -> Ignores:
     data = _read_small(dfd, GITIGNORE)
     spec = _spec(data) if data else None
-    return (*ignores, (rel, spec)) if spec is not None else ignores
+    return (*ignores, (rel, matcher(spec))) if spec is not None else ignores
 
 
 def start_ignores(jail: _j.Jail, real: str, fd: int | None = None) -> Ignores:
@@ -139,7 +152,7 @@ def start_ignores(jail: _j.Jail, real: str, fd: int | None = None) -> Ignores:
             os.close(info)
         spec = _spec(data) if data else None
         if spec is not None:
-            ignores = (("", spec),)
+            ignores = (("", matcher(spec)),)
     parts = [p for p in real.split("/") if p]
     for depth in range(len(parts)):
         here = "/".join(parts[:depth])
