@@ -50,7 +50,7 @@ from harness.serve.fast_start import changes_possible
 from harness.serve.http import identity_of
 from harness.serve.watch import Snapshot, snapshot
 from harness.state import StateBackend, open_backend
-from harness.state.cache import BackendCache
+from harness.state.cache import BackendCache, BackendMetrics
 from harness.state.spills import SpillStore
 
 log = logging.getLogger("harness.serve")
@@ -73,8 +73,9 @@ class ServeSession(Session):
         self._store = store
         self.scope = scope
         super().__init__(harness)
-        if shared_cache:  # cache values in the state backend, scoped like the refs
+        if shared_cache:  # cache values and metrics in the state backend, scoped like refs
             self.cache = BackendCache(store.backend, scope)  # type: ignore[assignment]
+            self.metrics = BackendMetrics(store.backend, scope)  # type: ignore[assignment]
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None, *,
              id: str | None = None) -> ToolResult:
