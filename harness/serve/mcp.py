@@ -120,6 +120,18 @@ class Generation:
     inflight: int = 0
     retired: bool = False
     sessions: list[Session] = field(default_factory=list)
+    # name -> (spec, MCP inputSchema): the SDK checks Mcp-Param-* headers against it
+    schemas: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+    def input_schema(self, name: str) -> Any:
+        """The MCP ``inputSchema`` of a loaded tool, or None (never starts a server)."""
+        spec = self.harness.loaded_tools.get(name)
+        if spec is None:
+            return None
+        hit = self.schemas.get(name)
+        if hit is None or hit[0] is not spec:
+            hit = self.schemas[name] = (spec, definition(spec, "mcp")["inputSchema"])
+        return hit[1]
 
     def deferred(self) -> dict[str, Any]:
         """Deferred tools a client may discover (enabled, allowed by tools_policy)."""
@@ -189,6 +201,9 @@ class HarnessMCPServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen,
+            # Without it the SDK runs a whole tools/list per tools/call (2026-07-28) to
+            # find the schema the Mcp-Param-* headers are checked against.
+            get_tool_input_schema=lambda name: self.gen.input_schema(name),
         )
         self.server.tools_changed = self._changes_possible()
         self.server.add_notification_handler(
