@@ -211,7 +211,7 @@ def run_round(which: list[str], opts: argparse.Namespace) -> dict[str, dict[str,
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         base = Path(tmp)
-        if "sdk" in which:
+        if "sdk" in which and not opts.reverse:
             port = free_port()
             script = base / "sdk_server.py"
             script.write_text(textwrap.dedent(SDK_SERVER))
@@ -220,7 +220,7 @@ def run_round(which: list[str], opts: argparse.Namespace) -> dict[str, dict[str,
                                                opts.calls, [proc.pid]))
             report(LABELS["sdk"], results["sdk"])
             stack.close()
-        for key in ("before", "one"):
+        for key in ("one", "before") if opts.reverse else ("before", "one"):
             if key not in which or (key == "before" and not opts.before):
                 continue
             root = project(base / key, "")
@@ -245,6 +245,15 @@ def run_round(which: list[str], opts: argparse.Namespace) -> dict[str, dict[str,
                 [p.pid for p in procs]))
             report(LABELS["replicas"], results["replicas"])
             stack.close()
+        if "sdk" in which and opts.reverse:
+            port = free_port()
+            script = base / "sdk_server.py"
+            script.write_text(textwrap.dedent(SDK_SERVER))
+            proc = start([sys.executable, str(script), str(port)], port, base, stack)
+            results["sdk"] = asyncio.run(drive([f"http://127.0.0.1:{port}/mcp"], opts.clients,
+                                               opts.calls, [proc.pid]))
+            report(LABELS["sdk"], results["sdk"])
+            stack.close()
     return results
 
 
@@ -258,6 +267,8 @@ def main() -> None:
                          "`git archive main harness | tar -x -C SRC`): before/after in one run")
     ap.add_argument("--rounds", type=int, default=1,
                     help="repeat the servers this many times, interleaved (medians)")
+    ap.add_argument("--reverse", action="store_true",
+                    help="run the servers in reverse order (to see drift in a busy machine)")
     ap.add_argument("--isolation", choices=["process", "inprocess"], default="process",
                     help="runtime.isolation of the served project (default: process)")
     opts = ap.parse_args()
