@@ -124,9 +124,11 @@ def project(folder: Path, state: str) -> Path:
     return folder
 
 
-def start(argv: list[str], port: int, cwd: Path, stack: ExitStack) -> subprocess.Popen[bytes]:
+def start(argv: list[str], port: int, cwd: Path, stack: ExitStack,
+          pythonpath: str | None = None) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": pythonpath} if pythonpath else None
     proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env=env)
 
     def stop() -> None:
         proc.terminate()
@@ -197,40 +199,37 @@ def report(name: str, r: dict[str, Any]) -> None:
           flush=True)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--clients", type=int, default=64)
-    ap.add_argument("--calls", type=int, default=300)
-    ap.add_argument("--only", choices=["one", "replicas", "sdk"], action="append")
-    ap.add_argument("--isolation", choices=["process", "inprocess"], default="process",
-                    help="runtime.isolation of the served project (default: process)")
-    opts = ap.parse_args()
-    global ISOLATION
-    ISOLATION = opts.isolation
-    which = opts.only or ["sdk", "one", "replicas"]
-    print(f"{opts.clients} clients x {opts.calls} calls each, streamable HTTP, protocol "
-          f"2026-07-28; isolation {opts.isolation}; python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+LABELS = {"sdk": "MCP SDK MCPServer (Python add)", "before": "harness serve (before)",
+          "one": "harness serve (1 process)", "replicas": "harness serve (2 replicas, Redis)"}
+
+
+def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def run_round(which: list[str], opts: argparse.Namespace) -> dict[str, dict[str, Any]]:
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         base = Path(tmp)
-        if "sdk" in which:
+        if "sdk" in which and not opts.reverse:
             port = free_port()
             script = base / "sdk_server.py"
             script.write_text(textwrap.dedent(SDK_SERVER))
             proc = start([sys.executable, str(script), str(port)], port, base, stack)
             results["sdk"] = asyncio.run(drive([f"http://127.0.0.1:{port}/mcp"], opts.clients,
                                                opts.calls, [proc.pid]))
-            report("MCP SDK MCPServer (Python add)", results["sdk"])
+            report(LABELS["sdk"], results["sdk"])
             stack.close()
-        if "one" in which:
-            root = project(base / "one", "")
+        for key in ("one", "before") if opts.reverse else ("before", "one"):
+            if key not in which or (key == "before" and not opts.before):
+                continue
+            root = project(base / key, "")
             port = free_port()
-            proc = start(harness_argv(root, port), port, root, stack)
-            results["one"] = asyncio.run(drive([f"http://127.0.0.1:{port}/mcp"], opts.clients,
-                                               opts.calls, [proc.pid]))
-            report("harness serve (1 process)", results["one"])
+            proc = start(harness_argv(root, port), port, root, stack,
+                         pythonpath=opts.before if key == "before" else None)
+            results[key] = asyncio.run(drive([f"http://127.0.0.1:{port}/mcp"], opts.clients,
+                                             opts.calls, [proc.pid]))
+            report(LABELS[key], results[key])
             stack.close()
         if "replicas" in which:
             sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -244,10 +243,55 @@ def main() -> None:
             results["replicas"] = asyncio.run(drive(
                 [f"http://127.0.0.1:{p}/mcp" for p in ports], opts.clients, opts.calls,
                 [p.pid for p in procs]))
-            report("harness serve (2 replicas, Redis)", results["replicas"])
+            report(LABELS["replicas"], results["replicas"])
             stack.close()
+        if "sdk" in which and opts.reverse:
+            port = free_port()
+            script = base / "sdk_server.py"
+            script.write_text(textwrap.dedent(SDK_SERVER))
+            proc = start([sys.executable, str(script), str(port)], port, base, stack)
+            results["sdk"] = asyncio.run(drive([f"http://127.0.0.1:{port}/mcp"], opts.clients,
+                                               opts.calls, [proc.pid]))
+            report(LABELS["sdk"], results["sdk"])
+            stack.close()
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--only", choices=["one", "replicas", "sdk", "before"], action="append")
+    ap.add_argument("--before", metavar="SRC",
+                    help="also serve with the harness package found in SRC (e.g. "
+                         "`git archive main harness | tar -x -C SRC`): before/after in one run")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat the servers this many times, interleaved (medians)")
+    ap.add_argument("--reverse", action="store_true",
+                    help="run the servers in reverse order (to see drift in a busy machine)")
+    ap.add_argument("--isolation", choices=["process", "inprocess"], default="process",
+                    help="runtime.isolation of the served project (default: process)")
+    opts = ap.parse_args()
+    global ISOLATION
+    ISOLATION = opts.isolation
+    which = opts.only or ["sdk", "one", "replicas"]
+    print(f"{opts.clients} clients x {opts.calls} calls each, streamable HTTP, protocol "
+          f"2026-07-28; isolation {opts.isolation}; python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    if opts.before and "before" not in which and not opts.only:
+        which.insert(1, "before")
+    rounds: dict[str, list[dict[str, Any]]] = {}
+    for _ in range(opts.rounds):
+        for key, r in run_round(which, opts).items():
+            rounds.setdefault(key, []).append(r)
+    results = {k: median_result(v) for k, v in rounds.items()}
+    if opts.rounds > 1:
+        print(f"medians of {opts.rounds} interleaved rounds:")
+        for key, r in results.items():
+            report(LABELS[key], r)
     if "sdk" in results:
-        for key in ("one", "replicas"):
+        for key in ("before", "one", "replicas"):
             if key in results:
                 ratio = results[key]["calls_per_s"] / results["sdk"]["calls_per_s"]
                 print(f"throughput {key} / sdk: {ratio:.2f}x "

@@ -157,6 +157,14 @@ class Harness:
         return dict(sorted(self._tools.items()))
 
     @property
+    def loaded_tools(self) -> Mapping[str, ToolSpec]:
+        """Every tool loaded so far, unsorted (do not modify), without starting upstream
+        servers: tools of a deferred server not started yet are missing. For code on an
+        event loop, where starting a server would block every client."""
+        self._sync_upstream(start=False)
+        return self._tools
+
+    @property
     def hooks(self) -> tuple[Any, ...]:
         return self.project.hooks
 

@@ -50,7 +50,7 @@ from harness.serve.fast_start import changes_possible
 from harness.serve.http import identity_of
 from harness.serve.watch import Snapshot, snapshot
 from harness.state import StateBackend, open_backend
-from harness.state.cache import BackendCache
+from harness.state.cache import BackendCache, BackendMetrics
 from harness.state.spills import SpillStore
 
 log = logging.getLogger("harness.serve")
@@ -73,8 +73,9 @@ class ServeSession(Session):
         self._store = store
         self.scope = scope
         super().__init__(harness)
-        if shared_cache:  # cache values in the state backend, scoped like the refs
+        if shared_cache:  # cache values and metrics in the state backend, scoped like refs
             self.cache = BackendCache(store.backend, scope)  # type: ignore[assignment]
+            self.metrics = BackendMetrics(store.backend, scope)  # type: ignore[assignment]
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None, *,
              id: str | None = None) -> ToolResult:
@@ -119,11 +120,23 @@ class Generation:
     inflight: int = 0
     retired: bool = False
     sessions: list[Session] = field(default_factory=list)
+    # name -> (spec, MCP inputSchema): the SDK checks Mcp-Param-* headers against it
+    schemas: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+    def input_schema(self, name: str) -> Any:
+        """The MCP ``inputSchema`` of a loaded tool, or None (never starts a server)."""
+        spec = self.harness.loaded_tools.get(name)
+        if spec is None:
+            return None
+        hit = self.schemas.get(name)
+        if hit is None or hit[0] is not spec:
+            hit = self.schemas[name] = (spec, definition(spec, "mcp")["inputSchema"])
+        return hit[1]
 
     def deferred(self) -> dict[str, Any]:
         """Deferred tools a client may discover (enabled, allowed by tools_policy)."""
         h = self.harness
-        return {n: t for n, t in h.all_tools.items()
+        return {n: t for n, t in h.loaded_tools.items()
                 if t.loading == "deferred" and t.enabled and n != READ_OUTPUT
                 and policy_allows(h.config, n)}
 
@@ -188,6 +201,9 @@ class HarnessMCPServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen,
+            # Without it the SDK runs a whole tools/list per tools/call (2026-07-28) to
+            # find the schema the Mcp-Param-* headers are checked against.
+            get_tool_input_schema=lambda name: self.gen.input_schema(name),
         )
         self.server.tools_changed = self._changes_possible()
         self.server.add_notification_handler(
@@ -238,7 +254,7 @@ class HarnessMCPServer:
     def _new_session(self, gen: Generation, scope: str) -> ServeSession:
         session = ServeSession(gen.harness, self.spills, scope, self.shared_cache)
         gen.sessions.append(session)
-        if gen.deferred() and search.NAME not in gen.harness.all_tools:
+        if gen.deferred() and search.NAME not in gen.harness.loaded_tools:
             index = search.ToolIndex(gen.deferred().values())
             session.register_tool(search.tool_spec(), lambda args: search.run_search(index, args))
         return session
@@ -297,10 +313,12 @@ class HarnessMCPServer:
 
     def visible_names(self, client: Client) -> list[str]:
         h = client.gen.harness
-        names = set(h.tools)
+        loaded = h.loaded_tools
+        names = {n for n, t in loaded.items()
+                 if t.enabled and t.loading == "always" and policy_allows(h.config, n)}
         deferred = client.gen.deferred()
         names |= client.surfaced & set(deferred)
-        if READ_OUTPUT in h.all_tools and policy_allows(h.config, READ_OUTPUT):
+        if READ_OUTPUT in loaded and policy_allows(h.config, READ_OUTPUT):
             # Always listed: a truncated result must not change the listing.
             names.add(READ_OUTPUT)
         return sorted(names)
@@ -310,11 +328,16 @@ class HarnessMCPServer:
         h = client.gen.harness
         defs = h.definitions("mcp", include_deferred=True, names=self.visible_names(client))
         extra = client.session.extra_tool(search.NAME)
-        if extra is not None and search.NAME not in h.all_tools:
+        if extra is not None and search.NAME not in h.loaded_tools:
             defs.append(definition(extra[0], "mcp"))
         return sorted(defs, key=lambda d: d["name"])
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        up = self.gen.harness.upstream
+        if up is not None and up.pending():
+            # Deferred upstream servers start on the first listing: seconds, so on a
+            # worker thread, never on the event loop (other clients are served meanwhile).
+            await anyio.to_thread.run_sync(up.start_all)
         client = self._client(ctx)
         tools = [types.Tool.model_validate(d) for d in self.list_definitions(client)]
         return types.ListToolsResult(tools=tools)
@@ -377,7 +400,7 @@ class HarnessMCPServer:
         """Record tools this result makes visible; True when the listing changed."""
         before = len(client.surfaced)
         if (name == search.NAME and not result.is_error and isinstance(result.value, dict)
-                and search.NAME not in client.gen.harness.all_tools):
+                and search.NAME not in client.gen.harness.loaded_tools):
             deferred = client.gen.deferred()
             for hit in result.value.get("tools") or ():
                 if isinstance(hit, dict) and hit.get("name") in deferred:
@@ -389,7 +412,7 @@ class HarnessMCPServer:
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.text)]
         if result.is_error:
             return types.CallToolResult(content=content, is_error=True)
-        spec = gen.harness.all_tools.get(name)
+        spec = gen.harness.loaded_tools.get(name)
         if spec is None:
             extra = session.extra_tool(name)
             spec = extra[0] if extra is not None else None
@@ -471,7 +494,7 @@ class HarnessMCPServer:
         old.retired = True
         if old.inflight == 0:
             await self._close_generation(old)
-        log.info("reloaded %s: %d tools", self.root, len(harness.tools))
+        log.info("reloaded %s: %d tools", self.root, self._tool_count())
         self._log_tool_search_shadowing()
         await self._notify_all()
         return True
@@ -486,7 +509,7 @@ class HarnessMCPServer:
 
     def _log_tool_search_shadowing(self) -> None:
         h = self.gen.harness
-        if search.NAME in h.all_tools and self.gen.deferred():
+        if search.NAME in h.loaded_tools and self.gen.deferred():
             log.warning('a project tool is named "%s": it replaces the built-in search, so '
                         "deferred tools can only be called by name", search.NAME)
 
@@ -501,7 +524,7 @@ class HarnessMCPServer:
             if self.watch:
                 tg.start_soon(self.watch_loop)
             async with stdio_server() as (read_stream, write_stream):
-                log.info("serving %d tools from %s over stdio", len(self.gen.harness.tools),
+                log.info("serving %d tools from %s over stdio", self._tool_count(),
                          self.root)
                 if replay is None:
                     await self.server.run(read_stream, write_stream, self.init_options())
@@ -581,10 +604,16 @@ class HarnessMCPServer:
             # way to learn the port.
             log.log(max(logging.INFO, log.getEffectiveLevel()),
                     "serving %d tools from %s on http://%s:%d/mcp%s",
-                    len(self.gen.harness.tools), self.root, _url_host(host), port,
+                    self._tool_count(), self.root, _url_host(host), port,
                     " (bearer tokens required)" if tokens else "")
             await server.serve(sockets=[sock])
             tg.cancel_scope.cancel()
+
+    def _tool_count(self) -> int:
+        """Tools listed now (those of deferred upstream servers not started yet aside)."""
+        h = self.gen.harness
+        return sum(1 for n, t in h.loaded_tools.items()
+                   if t.enabled and t.loading == "always" and policy_allows(h.config, n))
 
     def close(self) -> None:
         for listener in self._listeners.values():

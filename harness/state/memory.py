@@ -66,9 +66,18 @@ class MemoryBackend:
         with self._lock:
             self._values[key] = encoded
 
-    def delete_value(self, key: str) -> None:
+    def delete_value(self, key: str) -> bool:
         with self._lock:
-            self._values.pop(key, None)
+            return self._values.pop(key, None) is not None
+
+    def has_value(self, key: str) -> bool:
+        with self._lock:
+            return key in self._values
+
+    def clear_values(self, prefix: str) -> None:
+        with self._lock:
+            for k in [k for k in self._values if k.startswith(prefix)]:
+                del self._values[k]
 
     # -- counters ------------------------------------------------------------------------
 
@@ -85,6 +94,10 @@ class MemoryBackend:
     def get_counter(self, name: str) -> float | None:
         with self._lock:
             return self._counters.get(name)
+
+    def delete_counter(self, name: str) -> None:
+        with self._lock:
+            self._counters.pop(name, None)
 
     def reset_counters(self, prefix: str = "") -> None:
         with self._lock:

@@ -63,38 +63,66 @@ class RedisBackend:
     def set_value(self, key: str, encoded: str) -> None:
         self._r.set(self._k("value:" + key), encoded.encode("utf-8"), ex=VALUE_TTL_S)
 
-    def delete_value(self, key: str) -> None:
-        self._r.delete(self._k("value:" + key))
+    def delete_value(self, key: str) -> bool:
+        return bool(self._r.delete(self._k("value:" + key)))
+
+    def has_value(self, key: str) -> bool:
+        return bool(self._r.exists(self._k("value:" + key)))
+
+    def clear_values(self, prefix: str) -> None:
+        pattern = _glob_escape(self._k("value:" + prefix)) + "*"
+        batch: list[Any] = []
+        for key in self._r.scan_iter(match=pattern, count=500):
+            batch.append(key)
+            if len(batch) >= 500:
+                self._r.unlink(*batch)
+                batch.clear()
+        if batch:
+            self._r.unlink(*batch)
 
     # -- counters ------------------------------------------------------------------------
 
     def incr(self, name: str, by: float = 1) -> float:
+        if isinstance(by, int):  # exact 64-bit integers (metrics), not doubles
+            return int(self._r.hincrby(self._counters, name, by))
         return _num(self._r.hincrbyfloat(self._counters, name, by))
 
     def set_counter(self, name: str, value: float) -> None:
-        self._r.hset(self._counters, name, repr(float(value)))
+        self._r.hset(self._counters, name,
+                     str(value) if isinstance(value, int) else repr(float(value)))
 
     def get_counter(self, name: str) -> float | None:
         value = self._r.hget(self._counters, name)
         return None if value is None else _num(value)
 
+    def delete_counter(self, name: str) -> None:
+        self._r.hdel(self._counters, name)
+
     def reset_counters(self, prefix: str = "") -> None:
-        names = [n for n in self._r.hkeys(self._counters) if n.decode().startswith(prefix)]
+        names = [n for n, _ in self._r.hscan_iter(self._counters,
+                                                  match=_glob_escape(prefix) + "*", count=500)]
         if names:
             self._r.hdel(self._counters, *names)
 
     def snapshot_counters(self, prefix: str = "") -> dict[str, float]:
-        raw = self._r.hgetall(self._counters)
-        return {k.decode(): _num(v) for k, v in sorted(raw.items())
-                if k.decode().startswith(prefix)}
+        raw = self._r.hscan_iter(self._counters, match=_glob_escape(prefix) + "*", count=500)
+        return {k.decode(): _num(v) for k, v in sorted(raw)}
 
     def close(self) -> None:
         self._r.close()
 
 
 def _num(value: Any) -> float:
-    number = float(value)
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    if text.lstrip("-").isdigit():
+        return int(text)  # exact, beyond 2**53
+    number = float(text)
     return int(number) if number.is_integer() else number
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` as a literal in a Redis MATCH pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def _safe(url: str) -> str:

@@ -197,6 +197,10 @@ class Upstream:
             if name not in self._listings and name not in self._failed:
                 self._try_start(name)
 
+    def pending(self) -> bool:
+        """Whether start_all() has a server left to start (it may block for seconds)."""
+        return any(n not in self._listings and n not in self._failed for n in self.servers)
+
     def _try_start(self, name: str) -> None:
         try:
             self.start(name)

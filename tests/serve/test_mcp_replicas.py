@@ -1,5 +1,6 @@
 """Two `harness serve --transport http` replicas sharing one Redis (state.backend: redis):
-a ref spilled through one is read through the other, and cache values are shared."""
+a ref spilled through one is read through the other, and cache values and metrics are
+shared."""
 
 from __future__ import annotations
 
@@ -19,11 +20,14 @@ returns:
   type: object
   properties:
     total: {type: integer}
+    calls: {type: integer}
+    seen: {type: boolean}
 script: |
   def run(args):
+      seen = cache.has("total")
       total = cache.get("total", 0) + args["step"]
       cache.set("total", total)
-      return {"total": total}
+      return {"total": total, "calls": metrics.incr("counter.calls"), "seen": seen}
 ---
 Adds step to a running total kept in the cache.
 """
@@ -52,13 +56,13 @@ def test_two_replicas_share_refs_and_cache(project: Path, redis_url: str, mode: 
                 big = await a.call_tool("big", {})
                 ref, offset = spilled_ref(tool_text(big))
                 first = await a.call_tool("counter", {"step": 2})
-                assert first.structured_content == {"total": 2}
+                assert first.structured_content == {"total": 2, "calls": 1, "seen": False}
             async with era_client(two, mode, headers=auth) as b:
                 page = await b.call_tool("read_output", {"ref": ref, "offset": offset})
                 assert page.is_error is False, tool_text(page)
                 assert "xxxx" in tool_text(page)
                 second = await b.call_tool("counter", {"step": 3})
-                assert second.structured_content == {"total": 5}
+                assert second.structured_content == {"total": 5, "calls": 2, "seen": True}
 
     anyio.run(go)
 

@@ -10,7 +10,7 @@ import pytest
 
 from harness.errors import BuiltinError
 from harness.state import StateBackend, open_backend
-from harness.state.cache import BackendCache
+from harness.state.cache import BackendCache, BackendMetrics
 from harness.state.redis import StateError
 from harness.state.spills import SpillStore
 
@@ -76,6 +76,55 @@ def test_cache_values_are_scoped(backend: StateBackend) -> None:
         a.set("bad", {1, 2})
     with pytest.raises(BuiltinError, match="limit is"):
         a.set("huge", "x" * (2 * 1024 * 1024))
+
+
+def test_cache_has_clear_and_delete_answer_like_the_session_cache(
+        backend: StateBackend) -> None:
+    a, b = BackendCache(backend, "token:alice"), BackendCache(backend, "token:bob")
+    a.set("k*", 1)  # glob characters in keys are literal
+    a.set("k1", 2)
+    b.set("k1", 3)
+    assert a.has("k*") is True and a.has("nope") is False
+    assert a.delete("k*") is True
+    assert a.delete("k*") is False
+    a.set("k*", 1)
+    a.clear()
+    assert a.has("k1") is False and a.has("k*") is False
+    assert b.get("k1") == 3  # another scope's values survive clear()
+
+
+def test_metrics_are_scoped_exact_and_bounded(backend: StateBackend) -> None:
+    a, b = BackendMetrics(backend, "token:alice"), BackendMetrics(backend, "token:bob")
+    assert a.get("calls") == 0
+    assert a.incr("calls") == 1
+    assert a.incr("calls", 4) == 5
+    assert a.incr("calls_total", 2**62) == 2**62  # exact beyond 2**53
+    assert a.incr("calls_total", 5) == 2**62 + 5
+    assert a.set("gauge", -3) == -3
+    assert b.incr("calls") == 1
+    assert a.snapshot() == {"calls": 5, "calls_total": 2**62 + 5, "gauge": -3}
+    a.reset("calls")  # exactly that name, not every name it prefixes
+    assert a.snapshot() == {"calls_total": 2**62 + 5, "gauge": -3}
+    a.reset()
+    assert a.snapshot() == {}
+    assert b.snapshot() == {"calls": 1}
+    small = BackendMetrics(backend, "token:carol", max_names=2)
+    small.incr("one")
+    small.incr("two")
+    small.incr("two")  # an existing name is always fine
+    with pytest.raises(BuiltinError, match="already has 2 metrics"):
+        small.incr("three")
+
+
+def test_a_failing_store_is_a_builtin_error_naming_the_function(redis_url: str) -> None:
+    backend = open_backend("redis", redis_url, namespace=f"t-{uuid.uuid4().hex[:8]}")
+    backend.close()
+    backend._r.connection_pool.connection_kwargs["port"] = 1  # type: ignore[attr-defined]
+    backend._r.connection_pool.reset()  # type: ignore[attr-defined]
+    with pytest.raises(BuiltinError, match="metrics.incr: the shared state store failed"):
+        BackendMetrics(backend, "s").incr("x")
+    with pytest.raises(BuiltinError, match="cache.has: the shared state store failed"):
+        BackendCache(backend, "s").has("x")
 
 
 def test_unreachable_redis_is_one_clear_error() -> None:
