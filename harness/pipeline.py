@@ -8,7 +8,6 @@ Failures of the tool, its arguments, hooks or the sandbox are results, never rai
 from __future__ import annotations
 
 import asyncio
-import difflib
 import fnmatch
 import inspect
 import json
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.artifacts.model import HookSpec, ToolSpec
+from harness.artifacts.problems import unknown_tool_message
 from harness.config import Config
 from harness.hooks import HookChain
 from harness.results import ToolCall, ToolResult, make_result
@@ -490,6 +490,4 @@ def _finish(call_id: str, name: str, start: float, config: Config, env: CallEnv,
 def _unknown(name: str, reg: Registry, env: CallEnv) -> str:
     available = sorted(n for n, t in reg.tools.items()
                        if t.enabled and t.loading == "always" and reg.allowed(n))
-    close = difflib.get_close_matches(name, available, n=1)
-    hint = f'; did you mean "{close[0]}"?' if close else ""
-    return f'unknown tool "{name}"; available: {", ".join(available) or "(none)"}{hint}'
+    return unknown_tool_message(name, available)

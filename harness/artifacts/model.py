@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from harness.artifacts.problems import Problem, Severity  # re-exported: the old home
+
 if TYPE_CHECKING:
     from harness.config import Config
 
-Severity = Literal["error", "warning"]
+__all__ = ["Problem", "Severity"]  # and the specs below
 
 TOOL_EVENTS = ("tool.pre", "tool.post", "session.start", "session.end", "meta.tool_register",
                "turn.start", "turn.end", "completion.pre", "completion.post", "agent.stop",
@@ -37,22 +39,6 @@ EVENT_PAYLOAD_KEYS: dict[str, tuple[str, ...]] = {
                    "usage", "turn", "session"),
     "error": ("error", "kind", "turn", "session"),
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Problem:
-    """One thing wrong with an artifact. ``line``/``column`` are 1-based; 0 = unknown."""
-
-    path: str
-    line: int = 0
-    column: int = 0
-    severity: Severity = "error"
-    code: str
-    message: str
-
-    def render(self) -> str:
-        where = f"{self.path}:{self.line}:{self.column}"
-        return f"{where}: {self.severity}: {self.message} [{self.code}]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

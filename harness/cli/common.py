@@ -7,7 +7,6 @@ prints its errors on stderr first). Commands never call ``sys.exit``.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -91,17 +90,3 @@ def echo_problems(problems: Iterable[Problem], root: Path | None = None) -> None
         click.echo(line, err=True)
 
 
-def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
-    """The closest of ``choices`` to ``name``, or None when nothing is close."""
-    found = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return found[0] if found else None
-
-
-def unknown_tool_message(name: str, available: Iterable[str]) -> str:
-    """``unknown tool "x"; available: a, b, c; did you mean "y"?`` (SPEC §9 wording)."""
-    names = sorted(available)
-    msg = f'unknown tool "{name}"; available: {", ".join(names) if names else "(none)"}'
-    close = did_you_mean(name, names)
-    if close is not None:
-        msg += f'; did you mean "{close}"?'
-    return msg

@@ -25,13 +25,13 @@ from harness.artifacts.export import (
     strict_incompatibilities,
 )
 from harness.artifacts.model import Project, ToolSpec
+from harness.artifacts.problems import unknown_tool_message
 from harness.cli import render
 from harness.cli.common import (
     CliError,
     handle_errors,
     load_or_exit,
     root_option,
-    unknown_tool_message,
 )
 
 

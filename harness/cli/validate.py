@@ -54,7 +54,7 @@ def _with_test_files(project: Project, strict: bool) -> Project:
     from dataclasses import replace
 
     from harness.artifacts.checks import UNKNOWN_KEY_CODES
-    from harness.testing.spec import check_tests
+    from harness.testing.check import check_tests
 
     found = check_tests(project.root, project)
     if not found:

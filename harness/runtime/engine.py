@@ -25,7 +25,7 @@ from harness.runtime import nesting
 from harness.runtime.builtins.calls import rename_calls
 from harness.runtime.context import CallContext, Outcome
 from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
-from harness.runtime.when import fast_when
+from harness.runtime.when import fast_when, when_source
 
 MAX_CALLSTACK = 64
 _FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta", "pure", "session_state",
@@ -331,8 +331,3 @@ def hook_call(script: str, event: object, payload: object) -> tuple[str, str, tu
     elif not isinstance(payload, dict):
         payload = dict(payload)  # type: ignore[call-overload]
     return script, _HOOK_ENTRY, (event, payload)
-
-
-def when_source(expr: str) -> str:
-    """Wrap a ``when`` expression as a function; line 1 of the result is line 1 of expr."""
-    return "def harness_when(event, payload): return (" + expr.strip() + "\n)\n"

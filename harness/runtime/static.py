@@ -17,7 +17,7 @@ import starlark as sl
 
 from harness import surface
 from harness.artifacts.model import Problem
-from harness.artifacts.params import suggest
+from harness.artifacts.problems import suggest
 from harness.runtime import nesting
 from harness.runtime.builtins.calls import rename_calls
 

@@ -41,6 +41,8 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
+import starlark as sl
+
 from harness.runtime.context import Outcome
 
 Env = dict[str, Any]
@@ -348,11 +350,12 @@ def _result(value: Any) -> Any:
     return value
 
 
+def when_source(expr: str) -> str:
+    """Wrap a ``when`` expression as a function; line 1 of the result is line 1 of expr."""
+    return "def harness_when(event, payload): return (" + expr.strip() + "\n)\n"
+
+
 def _parses_as_starlark(expr: str) -> bool:
-    import starlark as sl
-
-    from harness.runtime.engine import when_source
-
     try:
         sl.parse("when", when_source(expr), sl.Dialect.standard())
     except Exception:  # noqa: BLE001 - Starlark reports the syntax error itself
