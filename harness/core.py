@@ -413,8 +413,7 @@ class Session:
         if out.blocked_by is not None:
             self.emit("hook.decision", hook_event=event, hook=out.blocked_by,
                       decision="block", reason=out.reason, by=p.get("by"))
-            why = out.reason if out.failed else f'blocked by hook "{out.blocked_by}": {out.reason}'
-            raise BuiltinError(f"emit: {event} {why}")
+            raise BuiltinError(f"emit: {event} {out.why}")
         result = {k: v for k, v in out.payload.items() if k != "session"}
         if wrapped and set(result) == {"value"}:
             return result["value"]
@@ -456,10 +455,8 @@ class Session:
             if out.blocked_by is not None:
                 self.emit("hook.decision", hook_event="meta.tool_register",
                           hook=out.blocked_by, tool=name, decision="block", reason=out.reason)
-                why = out.reason if out.failed else (
-                    f'blocked by hook "{out.blocked_by}": {out.reason}')
                 raise BuiltinError(f'meta.tool_register: tool "{name}" was not registered: '
-                                   + why)
+                                   + out.why)
         with self._lock:
             if name in self._extra:
                 raise BuiltinError(f'meta.tool_register: tool "{name}" already exists')

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from harness.artifacts.model import HookSpec
+from harness.artifacts.model import HookSpec, hook_order
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.runtime.reach import UNUSED, hook_inputs
 from harness.runtime.when import FALLBACK_ERRORS, compile_when
@@ -45,6 +45,11 @@ class ChainOutcome(NamedTuple):
     reason: str = ""
     failed: bool = False
 
+    @property
+    def why(self) -> str:
+        """The refusal as callers report it: the failure itself, or who blocked and why."""
+        return self.reason if self.failed else f'blocked by hook "{self.blocked_by}": {self.reason}'
+
 
 _chain_outcome = tuple.__new__  # ChainOutcome(current) without the Python-level __new__
 
@@ -75,7 +80,7 @@ class HookChain:
             event = EVENT_ALIASES.get(hook.event, hook.event)
             by_event.setdefault(event, []).append(hook)
         self._by_event = {
-            event: tuple(sorted(specs, key=lambda h: (h.priority, h.name)))
+            event: tuple(sorted(specs, key=hook_order))
             for event, specs in by_event.items()
         }
         self.pre = self.for_event("tool.pre")  # read on every call

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.artifacts.model import HookSpec, ToolSpec
-from harness.artifacts.problems import unknown_tool_message
+from harness.artifacts.problems import json_path, unknown_tool_message
 from harness.config import Config
 from harness.hooks import HookChain
 from harness.results import ToolCall, ToolResult, make_result
@@ -92,13 +92,6 @@ class ArgValidator:
 
 def _no_fetch(uri: str) -> Any:
     raise ValueError(f"remote $ref {uri!r} is not fetched; harness never fetches schemas")
-
-
-def json_path(parts: Any) -> str:
-    out = "$"
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else f".{p}"
-    return out
 
 
 @dataclass(slots=True, kw_only=True)
@@ -370,8 +363,8 @@ def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
                         reg.runtime, state.context, state.recheck,
                         state.decision if auditing else None)
         if pre.blocked_by is not None:
-            msg = pre.reason if pre.failed else f'blocked by hook "{pre.blocked_by}": {pre.reason}'
-            return _done(call_id, name, start, config, env, error=msg, blocked_by=pre.blocked_by)
+            return _done(call_id, name, start, config, env, error=pre.why,
+                         blocked_by=pre.blocked_by)
         args = pre.payload["arguments"]
 
     # 4. execute

@@ -24,6 +24,7 @@ from harness.artifacts.params import (
     schema_errors,
     suggest,
 )
+from harness.artifacts.problems import json_path
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -319,10 +320,6 @@ def collisions(tools: Mapping[str, ToolSpec],
                               "rename one of them")
 
 
-def _where(json_path: tuple[Any, ...]) -> str:
-    return "$" + "".join(f"[{k!r}]" if isinstance(k, int) else f".{k}" for k in json_path)
-
-
 def schema_problems(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
     """The generated input schema and ``returns`` must be valid Draft 2020-12 schemas.
 
@@ -336,35 +333,35 @@ def schema_problems(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
         checked = {"type": "object",
                    "properties": {p.name: p.schema for p in spec.parameters}}
         bad = False
-        for json_path, message in schema_errors(checked):
+        for where, message in schema_errors(checked):
             bad = True
-            inside = json_path[:1] == ("properties",)
-            yield entry.problem(("parameters", *json_path[1:]) if inside else ("parameters",),
+            inside = where[:1] == ("properties",)
+            yield entry.problem(("parameters", *where[1:]) if inside else ("parameters",),
                                 "parameters-schema-invalid", f"{entry.label} parameters are not "
-                                f"a valid JSON Schema at {_where(json_path[1:])}: {message}")
+                                f"a valid JSON Schema at {json_path(where[1:])}: {message}")
         if not bad and failure is not None:
             root = "the tool's whole input schema (type, properties, required)"
-            for json_path, key_path, message in compile_errors(spec.input_schema, root, failure):
-                inside = json_path[:1] == ("properties",)
+            for where, key_path, message in compile_errors(spec.input_schema, root, failure):
+                inside = where[:1] == ("properties",)
                 yield entry.problem(("parameters", *key_path[1:]) if inside else ("parameters",),
                                     "parameters-schema-invalid", f"{entry.label} parameters are "
                                     f"not a valid JSON Schema at "
-                                    f"{_where(json_path[1:] if inside else ())}: {message}")
+                                    f"{json_path(where[1:] if inside else ())}: {message}")
     if spec.returns is None:
         return
     failure = compile_error(spec.returns)
     if failure is None:
         return
     bad = False
-    for json_path, message in schema_errors(spec.returns):
+    for where, message in schema_errors(spec.returns):
         bad = True
-        yield entry.problem(("returns", *json_path), "returns-invalid", f"{entry.label} returns "
-                            f"is not a valid JSON Schema at {_where(json_path)}: {message}")
+        yield entry.problem(("returns", *where), "returns-invalid", f"{entry.label} returns "
+                            f"is not a valid JSON Schema at {json_path(where)}: {message}")
     if not bad:
-        for json_path, key_path, message in compile_errors(spec.returns, "the returns schema",
+        for where, key_path, message in compile_errors(spec.returns, "the returns schema",
                                                            failure):
             yield entry.problem(("returns", *key_path), "returns-invalid", f"{entry.label} "
-                                f"returns is not a valid JSON Schema at {_where(json_path)}: "
+                                f"returns is not a valid JSON Schema at {json_path(where)}: "
                                 f"{message}")
 
 

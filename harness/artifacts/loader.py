@@ -18,7 +18,7 @@ from typing import Any
 from harness.artifacts import checks
 from harness.artifacts.checks import Entry
 from harness.artifacts.frontmatter import KeyLines, fatal, split
-from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec
+from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec, hook_order
 from harness.artifacts.params import a_type, suggest
 from harness.artifacts.params import build as build_parameters
 
@@ -482,7 +482,7 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
         else:
             hooks.append(_hook(e, problems))
         loaded.hook_entries[name] = e
-    hooks.sort(key=lambda h: (h.priority, h.name))
+    hooks.sort(key=hook_order)
 
     def where(spec: ToolSpec) -> tuple[str, int, int]:
         e = loaded.tool_entries[spec.name]

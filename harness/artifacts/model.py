@@ -98,6 +98,11 @@ class HookSpec:
     source: Source
 
 
+def hook_order(hook: HookSpec) -> tuple[int, str]:
+    """The one order of hooks on an event (SPEC §4): priority, then name."""
+    return (hook.priority, hook.name)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Project:
     """The loaded state of one root: config, tools by name (sorted), hooks, problems."""

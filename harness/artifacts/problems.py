@@ -57,6 +57,11 @@ def a_type(value: Any) -> str:
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
+def json_path(parts: Iterable[Any]) -> str:
+    """``$.a[0].b``: where in a JSON document (arguments, a schema) something is."""
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+
+
 def closest(word: Any, choices: Iterable[str]) -> str | None:
     """The one of ``choices`` closest to ``word`` (difflib, cutoff 0.6), or None."""
     found = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
