@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.common import CliError, handle_errors, resolve_root, root_option
+from harness.cli.common import CliError, resolve_root, root_option
 
 
 @click.command()
@@ -31,7 +31,6 @@ from harness.cli.common import CliError, handle_errors, resolve_root, root_optio
               show_default=True, help="Seconds between checks for changed files (--watch).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True, help="Log level (logs go to stderr).")
-@handle_errors
 def command(root: Path | None, transport: str, host: str, port: int, watch: bool,
             watch_interval: float, log_level: str) -> None:
     """Serve the tools over MCP (Model Context Protocol) until the client disconnects."""

@@ -12,7 +12,7 @@ import click
 
 from harness.artifacts.model import Project
 from harness.cli import render
-from harness.cli.common import handle_errors, resolve_root, root_option
+from harness.cli.common import CliError, resolve_root, root_option
 
 
 @click.command()
@@ -26,7 +26,6 @@ from harness.cli.common import handle_errors, resolve_root, root_option
     help="text for people, json for programs, github for Actions annotations.",
 )
 @click.option("--strict", is_flag=True, help="Treat unknown keys as errors, not warnings.")
-@handle_errors
 def command(root: Path | None, fmt: str, strict: bool) -> None:
     """Check every tool, hook, bundle and harness.md; report every problem."""
     from harness.validation import check_project
@@ -46,7 +45,7 @@ def command(root: Path | None, fmt: str, strict: bool) -> None:
             click.echo(line)
         click.echo(render.summary(project))
     if not project.ok:
-        raise click.exceptions.Exit(1)
+        raise CliError(exit_code=1)
 
 
 def _with_test_files(project: Project, strict: bool) -> Project:
