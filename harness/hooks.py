@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from harness.artifacts.model import HookSpec, hook_order
+from harness.hotpath import tuple_maker
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.runtime.reach import UNUSED, hook_inputs
-from harness.runtime.when import FALLBACK_ERRORS, compile_when
+from harness.runtime.when import NO_ANSWER, compile_when, fast_value
 
 # Keys a modify() may change, per event. Any other key must be left as it is.
 MUTABLE_KEYS: dict[str, frozenset[str]] = {
@@ -51,7 +52,7 @@ class ChainOutcome(NamedTuple):
         return self.reason if self.failed else f'blocked by hook "{self.blocked_by}": {self.reason}'
 
 
-_chain_outcome = tuple.__new__  # ChainOutcome(current) without the Python-level __new__
+_chain_outcome = tuple_maker(ChainOutcome)  # one per hook event of every call
 
 
 # Events whose hooks must all have seen the payload that goes on (issue 10, item 8):
@@ -95,7 +96,7 @@ class HookChain:
         hooks = self._by_event.get(event)
         current = payload  # never mutated: a modify() merges into a new dict
         if not hooks:
-            return _chain_outcome(ChainOutcome, (current, None, "", False))
+            return _chain_outcome((current, None, "", False))
         # Guards see what runs (SETTLE_EVENTS): seen[i] is the payload hook i last
         # saw. A change sends the chain back to the first hook that has not seen the
         # new payload; a hook's own change counts as seen by it. Without changes this
@@ -139,7 +140,7 @@ class HookChain:
                                             reason=message, failed=True)
             seen[i] = current
             i = 0 if changed and settle else i + 1
-        return _chain_outcome(ChainOutcome, (current, None, "", False))
+        return _chain_outcome((current, None, "", False))
 
 
 def _unsettled(event: str, name: str, changes: Mapping[str, int]) -> str:
@@ -152,7 +153,6 @@ def _unsettled(event: str, name: str, changes: Mapping[str, int]) -> str:
 
 
 _ALLOW = {"action": "allow"}
-_FALLBACK = object()  # the fast path could not answer exactly
 
 
 def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: ScriptRuntime,
@@ -161,18 +161,11 @@ def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: Sc
     """(action, reason, payload after the hook, duration_ms) of one hook."""
     path = hook.source.path
     if hook.when:
-        # The Python evaluator first (both runtimes would start with it anyway): a
-        # plain comparison needs no context, no worker and no payload conversion.
-        # It answers only where it equals Starlark (runtime/when.py), else Fallback.
-        fn = compile_when(hook.when)
-        matched: Any = _FALLBACK
+        # The Python evaluator first; it answers only where it equals Starlark
+        # (runtime/when.py), else the runtime evaluates the expression.
+        matched = fast_value(compile_when(hook.when), event, current)
         took = 0.0
-        if fn is not None:
-            try:
-                matched = fn({"event": event, "payload": current})
-            except FALLBACK_ERRORS:
-                matched = _FALLBACK
-        if matched is _FALLBACK:
+        if matched is NO_ANSWER:
             out = runtime.eval_when(hook.when, path, hook.when_line or 1, event, current,
                                     make_ctx(hook), hook.timeout_ms)
             if out.status != "ok":

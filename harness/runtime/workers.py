@@ -47,7 +47,7 @@ from harness.config import Config
 from harness.errors import BuiltinError
 from harness.runtime.context import CallContext, Outcome
 from harness.runtime.engine import hook_call
-from harness.runtime.when import fast_when, when_source
+from harness.runtime.when import when_source
 from harness.runtime.wire import (
     HEADER,
     T_CACHE,
@@ -452,9 +452,6 @@ class ProcessRuntime:
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
-        fast = fast_when(expr, event, payload, filename, line)
-        if fast is not None:
-            return fast
         ctx.kind = "when"
         return self._call("when", when_source(expr), filename, line, "harness_when",
                           (event, dict(payload)), ctx, timeout_ms)
