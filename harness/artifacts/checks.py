@@ -25,6 +25,7 @@ from harness.artifacts.params import (
     suggest,
 )
 from harness.artifacts.problems import json_path
+from harness.config import section_schemas
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -395,8 +396,6 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
     ``harness/schemas/<kind>.schema.json`` holds exactly this; a test keeps them equal
     and checks that they agree with validate on every fixture.
     """
-    from harness.config import section_schemas
-
     def obj(fields: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "object", "properties": dict(fields),
                                "additionalProperties": False}

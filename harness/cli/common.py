@@ -5,6 +5,9 @@ fails by raising a :class:`~harness.errors.HarnessError`, which carries its
 ``exit_code`` (:class:`CliError` for the CLI's own failures, with or without a
 message). Commands never call ``sys.exit`` nor raise ``click.exceptions.Exit``; click's
 own ``click.UsageError`` remains for malformed command lines (it prints the usage).
+
+Commands import what they run inside their function, on purpose: ``harness --help``
+and a command's own start-up load only what that command needs.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import starlark as sl
 from harness import surface
 from harness.errors import BuiltinError
 from harness.hotpath import tuple_maker
-from harness.runtime import nesting
+from harness.runtime import nesting, prewarm
 from harness.runtime.builtins.calls import rename_calls
 from harness.runtime.context import CallContext, Outcome
 from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
@@ -336,8 +336,6 @@ class InProcessRuntime:
 
     def close(self) -> None:
         # Prepared sandboxes belong to the process; close() leaves nothing behind.
-        from harness.runtime import prewarm
-
         prewarm.discard_all()
 
 

@@ -100,6 +100,8 @@ def _guard_children(prctl: Any, soft_as: int) -> None:
 
 
 def _serve(pipe: Pipe, memory_mb: int) -> None:
+    # Lazy on purpose: the engine (and starlark) load only after main() has armed the
+    # death signal and the memory cap.
     from harness.runtime.context import CallContext, Outcome
     from harness.runtime.engine import Engine
 
@@ -170,7 +172,7 @@ def main(argv: list[str]) -> None:
     os.close(devnull)
     os.dup2(2, 1)
     _arm(parent_pid, memory_mb)
-    from harness.runtime import prewarm
+    from harness.runtime import prewarm  # lazy on purpose: after the worker is armed
 
     prewarm.SYNC = True  # one thread here: prepare sandboxes inline (see prewarm.py)
     try:

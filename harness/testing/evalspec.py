@@ -14,6 +14,7 @@ from typing import Any
 from harness.artifacts.frontmatter import split
 from harness.artifacts.model import Problem, Project
 from harness.artifacts.problems import a_type, suggest
+from harness.config import parse_config
 from harness.testing.spec import SETUP_KEYS, Setup, _Parser
 
 EVALS_DIR = ".harness/evals"
@@ -114,8 +115,6 @@ def parse_eval(text: str | bytes, path: str, project: Project | None = None
             grades.append((kind, value, line))
         setup = p.setup(where, item, base)
         if project is not None and setup.config:
-            from harness.config import parse_config
-
             for problem in parse_config(setup.config, project.root)[1]:
                 if problem.severity == "error":
                     p.add((*where, "config") if "config" in item else ("config",),

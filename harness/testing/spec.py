@@ -17,6 +17,7 @@ from typing import Any
 from harness.artifacts.frontmatter import KeyLines, split
 from harness.artifacts.model import Problem, Project
 from harness.artifacts.problems import a_type, suggest
+from harness.config import KNOWN_KEYS, parse_config
 
 TESTS_DIR = ".harness/tests"
 FILE_KEYS = ("cases", "config", "env", "files", "now")
@@ -377,8 +378,6 @@ def check_against(tf: TestFile, project: Project, lines: Mapping[str, int] | Non
 
 def check_config(tf: TestFile, root: Path) -> list[Problem]:
     """``config:`` overrides and ``now:`` checked as harness.md keys are."""
-    from harness.config import KNOWN_KEYS, parse_config
-
     out: list[Problem] = []
     seen: set[str] = set()
     for case in tf.cases:
