@@ -145,14 +145,7 @@ class CacheProxy:
         self.pipe = pipe
 
     def _ask(self, op: str, key: str, value: Any) -> Any:
-        self.pipe.send(T_CACHE, marshal.dumps((op, key, value)))
-        tag, payload = self.pipe.recv()
-        if tag != T_REPLY:
-            raise RuntimeError(f"worker protocol: expected a cache reply, got tag {tag}")
-        ok, result = marshal.loads(payload)
-        if not ok:
-            raise BuiltinError(result)
-        return result
+        return ask(self.pipe, T_CACHE, (op, key, value), "cache")
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._ask("get", key, _marshalable(default))
@@ -196,14 +189,20 @@ class HostProxy:
         self.pipe = pipe
 
     def __call__(self, method: str, payload: Any) -> Any:
-        self.pipe.send(T_HOST, marshal.dumps((method, _marshalable(dict(payload)))))
-        tag, reply = self.pipe.recv()
-        if tag != T_REPLY:
-            raise RuntimeError(f"worker protocol: expected a host reply, got tag {tag}")
-        ok, result = marshal.loads(reply)
-        if not ok:
-            raise BuiltinError(result)
-        return result
+        return ask(self.pipe, T_HOST, (method, _marshalable(dict(payload))), "host")
+
+
+def ask(pipe: Pipe, tag: int, request: Any, what: str) -> Any:
+    """One round trip from a worker to the parent: the request out, ``(ok, result)``
+    back; a refusal becomes the BuiltinError the script sees."""
+    pipe.send(tag, marshal.dumps(request))
+    got, reply = pipe.recv()
+    if got != T_REPLY:
+        raise RuntimeError(f"worker protocol: expected a {what} reply, got tag {got}")
+    ok, result = marshal.loads(reply)
+    if not ok:
+        raise BuiltinError(result)
+    return result
 
 
 def _marshalable(value: Any) -> Any:
