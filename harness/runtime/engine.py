@@ -127,27 +127,29 @@ class CompiledScripts:
     ``put`` runs under a lock (calls run on several threads).
     """
 
-    __slots__ = ("_last", "_all", "_lock")
+    __slots__ = ("last", "_all", "_lock")
 
     def __init__(self) -> None:
-        self._last: dict[str, tuple[str, str, int, sl.FrozenModule]] = {}
+        # source -> (kind, filename, line, module) of its last use: the engine checks
+        # it inline (``hit[0] is kind and ...``) before calling get().
+        self.last: dict[str, tuple[str, str, int, sl.FrozenModule]] = {}
         self._all: dict[tuple[str, str, int, str], sl.FrozenModule] = {}
         self._lock = threading.Lock()
 
     def get(self, kind: str, source: str, filename: str, line: int) -> sl.FrozenModule | None:
-        hit = self._last.get(source)
+        hit = self.last.get(source)
         if hit is not None and hit[0] is kind and hit[1] is filename and hit[2] == line:
             return hit[3]
         frozen = self._all.get((kind, filename, line, source))
         if frozen is not None:
-            self._last[source] = (kind, filename, line, frozen)
+            self.last[source] = (kind, filename, line, frozen)
         return frozen
 
     def put(self, kind: str, source: str, filename: str, line: int,
             frozen: sl.FrozenModule) -> None:
         with self._lock:
             self._all[(kind, filename, line, source)] = frozen
-            self._last[source] = (kind, filename, line, frozen)
+            self.last[source] = (kind, filename, line, frozen)
 
     def __len__(self) -> int:
         return len(self._all)
@@ -162,6 +164,7 @@ class Engine:
         self._dialect = sl.Dialect.standard()
         self._dialect.enable_load = False
         self._compiled = CompiledScripts()
+        self._last = self._compiled.last.get
         # One options object for every evaluation: the cancellation check reads the
         # deadline of the call in flight from the context variable (it runs about
         # every 1000 instructions, so this costs nothing on short calls).
@@ -234,8 +237,12 @@ class Engine:
                 ctx.deadline = deadline
         token = _ctx_set(ctx)
         try:
-            frozen = self._compiled.get(kind, source, filename, line) or self.compile(
-                kind, source, filename, line)
+            hit = self._last(source)  # CompiledScripts.last: the hot path, inline
+            if hit is not None and hit[0] is kind and hit[1] is filename and hit[2] == line:
+                frozen = hit[3]
+            else:
+                frozen = self._compiled.get(kind, source, filename, line) or self.compile(
+                    kind, source, filename, line)
             # starlark-pyo3 converts return values through JSON, so what comes back is
             # JSON-compatible by construction; anything else raised a serde error.
             value = frozen.call_with(self._options, entry, *args).value

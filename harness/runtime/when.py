@@ -397,9 +397,10 @@ NO_ANSWER = object()  # the Python evaluator cannot answer exactly: Starlark dec
 def fast_value(fn: Fn | None, event: str, payload: Mapping[str, Any]) -> Any:
     """The value of a compiled ``when`` (:func:`compile_when`), or ``NO_ANSWER``.
 
-    The one place the fast path runs (``hooks.HookChain`` calls it before asking the
-    runtime): a plain comparison needs no context, no worker round trip and no
-    payload conversion. The runtimes' ``eval_when`` always evaluate in Starlark.
+    The hook chain does the same inline with the ``when`` its plan compiled
+    (``hooks.HookPlan``) before asking the runtime: a plain comparison needs no
+    context, no worker round trip and no payload conversion. The runtimes'
+    ``eval_when`` always evaluate in Starlark.
     """
     if fn is None:
         return NO_ANSWER
