@@ -20,6 +20,10 @@ from typing import TYPE_CHECKING, Any
 # through Python's last-resort handler. The CLI and `harness serve` set up handlers.
 logging.getLogger("harness").addHandler(logging.NullHandler())
 
+# The distribution name on the package index (`pip install harness-md`); the import
+# name and the command are `harness`.
+DISTRIBUTION = "harness-md"
+
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load on first use
     from harness.artifacts.model import (  # noqa: F401
         HookSpec,

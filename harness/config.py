@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from harness.artifacts.problems import Problem, a_type, suggest
+from harness.artifacts.problems import Problem, a_type, as_json, suggest
 
 ALWAYS_PROTECTED = (".harness", "harness.md", ".git")
 DEFAULT_ENV = ("PATH", "HOME", "LANG", "TERM")
@@ -70,6 +70,16 @@ class AuditConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StateConfig:
+    """Where ``harness serve`` keeps shared state (spilled outputs, cache, metrics)."""
+
+    backend: str = "memory"  # memory | redis
+    url: str | None = None  # redis://host:port/db (backend: redis)
+    namespace: str = "harness"  # key prefix in Redis: replicas of one service share it
+    spill_ttl_s: int = 3600  # seconds a read_output ref stays readable
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelConfig:
     """Agent-loop defaults (SPEC §13); flags override them."""
 
@@ -107,6 +117,9 @@ class Config:
     # Variables set for commands (name, value), on top of exec.env: what a test case's
     # `env:` gives (harness test). Not a harness.md key.
     env_values: tuple[tuple[str, str], ...] = ()
+    state: StateConfig = field(default_factory=StateConfig)
+    # Unknown argument names: "note" (the call runs, the result says so) or "strict".
+    arguments: str = "note"
 
 
 # key -> (section dataclass, {field: allowed python types})
@@ -121,18 +134,21 @@ _SECTIONS: dict[str, type] = {
     "audit": AuditConfig,
     "model": ModelConfig,
     "clock": ClockConfig,
+    "state": StateConfig,
 }
 _CHOICES = {
     ("runtime", "isolation"): ("process", "inprocess"),
     ("exec", "sandbox"): ("auto", "required", "off"),
     ("model", "provider"): ("openai", "anthropic", "copilot"),
+    ("state", "backend"): ("memory", "redis"),
 }
 # Integer fields for which 0 is meaningful (no cap); every other integer must be > 0.
 _ZERO_OK = ("max_timeout_ms",)
 # Dataclass fields that are not harness.md keys.
 _INTERNAL = ("problems",)
 # Keys of harness.md frontmatter that are not config sections.
-OTHER_KEYS = ("tools", "hooks", "workspace")
+OTHER_KEYS = ("tools", "hooks", "workspace", "arguments", "mcp_servers")
+ARGUMENT_MODES = ("note", "strict")
 KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
 
 
@@ -158,7 +174,7 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
         bad = [v for v in value if not isinstance(v, str)]
         if bad:
             return default, (f"config {where} must be a list of strings, got {a_type(bad[0])} "
-                             f"({bad[0]!r}) in it; quote it")
+                             f"({as_json(bad[0])}) in it; quote it")
         return tuple(value), None
     # str or None
     if value is None and default is None:
@@ -169,7 +185,7 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
     if not isinstance(value, str):
         return default, f"config {where} must be a string, got {a_type(value)}"
     if choices and value not in choices:
-        return default, f"config {where} must be one of {', '.join(choices)}; got {value!r}"
+        return default, f"config {where} must be one of {', '.join(choices)}; got {as_json(value)}"
     return value, None
 
 
@@ -350,4 +366,12 @@ def parse_config(
                     "directory the tools may work in")
             else:
                 workspace = candidate
+    if data.get("arguments") is not None:
+        mode = data["arguments"]
+        if isinstance(mode, str) and mode in ARGUMENT_MODES:
+            values["arguments"] = mode
+        else:
+            hint = suggest(mode, ARGUMENT_MODES)
+            err("arguments", f"config arguments must be one of {', '.join(ARGUMENT_MODES)}; "
+                f"got {as_json(mode)}{hint}")
     return Config(root=root, workspace=workspace, **values), problems

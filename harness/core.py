@@ -27,7 +27,7 @@ from typing import Any
 from harness.artifacts.model import Parameter, Project, Source, ToolSpec
 from harness.audit import AuditLog, log_event
 from harness.errors import BuiltinError, LoadError, UsageError
-from harness.hooks import HookChain
+from harness.hooks import ChainOutcome, HookChain
 from harness.pipeline import Handler, Registry, policy_allows, run_call
 from harness.results import ToolCall, ToolResult, make_call
 from harness.runtime.builtins.cache import MemoryCache
@@ -95,12 +95,57 @@ class Harness:
         self._host: ScriptRuntime | None = None
         self._finalizer = weakref.finalize(self, _shutdown, self._runtimes, self._audit)
         _stop_before_thread_join(self._finalizer)
+        # Upstream MCP servers (harness/upstream/): their tools join self._tools on use.
+        self._upstream: Any = None
+        self._upstream_seen = -1
+        self._upstream_names: set[str] = set()
+        if project.servers:
+            from harness.upstream import Upstream
+
+            self._upstream = Upstream(project.servers, self.config)
+            weakref.finalize(self, self._upstream.close)
+            self._upstream.start_eager()
 
     # -- tools -------------------------------------------------------------------
+
+    def _sync_upstream(self, start: bool) -> None:
+        """Bring upstream tools into ``_tools`` (starting the servers when ``start``)."""
+        up = self._upstream
+        if up is None:
+            return
+        if start and not self._closed:
+            up.start_all()
+        if up.version == self._upstream_seen:
+            return
+        with self._runtime_lock:
+            version = up.version
+            # New dicts, not edits in place: a registry in use keeps the ones it has.
+            tools = {n: t for n, t in self._tools.items() if n not in self._upstream_names}
+            handlers = {n: h for n, h in self._handlers.items()
+                        if n not in self._upstream_names}
+            names: set[str] = set()
+            for name, spec in up.tools().items():
+                if name in tools:
+                    _log.error('upstream tool "%s" (%s) is left out: a tool of that name is '
+                               "already defined in %s", name, spec.source.path,
+                               tools[name].source.path)
+                    continue
+                tools[name] = spec
+                handlers[name] = up.handler(name)
+                names.add(name)
+            self._tools, self._handlers, self._upstream_names = tools, handlers, names
+            self._upstream_seen = version
+            self._registry = None
+
+    @property
+    def upstream(self) -> Any:
+        """The upstream MCP servers (``harness.upstream.Upstream``), or None."""
+        return self._upstream
 
     @property
     def tools(self) -> dict[str, ToolSpec]:
         """Exposed tools by name, sorted (enabled and not deferred)."""
+        self._sync_upstream(start=True)
         return {n: t for n, t in sorted(self._tools.items())
                 if t.enabled and t.loading == "always"
                 and policy_allows(self.config, n)}
@@ -108,6 +153,7 @@ class Harness:
     @property
     def all_tools(self) -> dict[str, ToolSpec]:
         """Every loaded tool, including disabled and deferred ones."""
+        self._sync_upstream(start=True)
         return dict(sorted(self._tools.items()))
 
     @property
@@ -191,6 +237,8 @@ class Harness:
 
     @property
     def registry(self) -> Registry:
+        if self._upstream is not None and self._upstream.version != self._upstream_seen:
+            self._sync_upstream(start=False)
         reg = self._registry
         if reg is None:
             reg = self._registry = Registry(
@@ -258,6 +306,8 @@ class Harness:
         if self._default is not None:
             self._default.end()
         self._finalizer()  # kill workers first: nothing below waits for a running script
+        if self._upstream is not None:
+            self._upstream.close()  # stop every upstream server process
         if self._default is not None:
             self._default.close()
         # Calls still queued when the runtime closed (in-process) may have prepared a
@@ -325,16 +375,19 @@ class Session:
         self.emit("session.start")
         self.fire("session.start", {})
 
-    def fire(self, event: str, payload: Mapping[str, Any]) -> Any:
+    def fire(self, event: str, payload: Mapping[str, Any]) -> ChainOutcome:
         """Run the hooks of ``event`` (``session.*`` or ``custom.<name>``) on ``payload``.
 
         Returns the chain outcome (``blocked_by``, ``reason``, the possibly modified
-        ``payload``); what a block means for a custom event is up to the caller.
+        ``payload``, with ``session`` added), also when no hook handles the event; what
+        a block means for a custom event is up to the caller.
         """
         chain = self.harness._chain
+        full = {**payload, "session": self.id}
         if not chain.for_event(event):
-            return None
-        out = chain.run(event, {**payload, "session": self.id}, self.harness.runtime,
+            # No hook handles it: the outcome of an empty chain (never None).
+            return ChainOutcome(payload=full)
+        out = chain.run(event, full, self.harness.runtime,
                         self._pad_ctx(self.turn_pad or Scratchpad()))
         if out.blocked_by is not None:
             self.emit("hook.decision", hook_event=event, hook=out.blocked_by,
@@ -370,7 +423,12 @@ class Session:
         return ref
 
     def extra_tool(self, name: str) -> tuple[ToolSpec, Handler | None] | None:
-        return self._extra.get(name)
+        found = self._extra.get(name)
+        up = self.harness._upstream
+        if found is None and up is not None and up.server_of(name) is not None:
+            # NAME.TOOL of a server not started yet: start it (first use).
+            return up.resolve(name)
+        return found
 
     def host(self, method: str, payload: Mapping[str, Any]) -> Any:
         """Session services for built-ins (reached through ``CallContext.host``)."""
@@ -428,6 +486,7 @@ class Session:
             if name in self.harness._tools or name in self._extra:
                 raise BuiltinError(f'meta.tool_register: tool "{name}" already exists; a '
                                    "registered tool can never replace another tool")
+            self._refuse_export_clash(name)
             count = sum(1 for spec, _ in self._extra.values() if spec.source.layer == "meta")
             if count >= limit:
                 raise BuiltinError(f"meta.tool_register: this session already registered "
@@ -460,10 +519,21 @@ class Session:
         with self._lock:
             if name in self._extra:
                 raise BuiltinError(f'meta.tool_register: tool "{name}" already exists')
+            self._refuse_export_clash(name)
             self._extra[name] = (spec, None)
         self.emit("meta.tool_register", tool=name, by=p.get("by"))
         return {"name": name, "registered": True}
 
+
+    def _refuse_export_clash(self, name: str) -> None:
+        """OpenAI and Anthropic see "." as "_": two tools exporting as one name would make
+        every later ``definitions()`` fail, so such a registration is refused."""
+        exported = name.replace(".", "_")
+        for other in (*self.harness._tools, *self._extra):
+            if other != name and other.replace(".", "_") == exported:
+                raise BuiltinError(
+                    f'meta.tool_register: tool "{name}" would export as "{exported}", like the '
+                    f'existing tool "{other}" (providers see "." as "_"); choose another name')
 
     def _hook_ctx(self, hook: Any) -> CallContext:
         return CallContext(config=self.harness.config, session_id=self.id, tool=hook.name,
@@ -487,8 +557,12 @@ class Session:
         """What this session exposes: the harness's tools plus session-scoped ones
         (registered with meta.tool_register or surfaced by tool_search)."""
         tools = dict(self.harness.tools)
+        exported = {n.replace(".", "_") for n in tools}
         for name, (spec, _) in self._extra.items():
             if spec.enabled and name not in tools and policy_allows(self.harness.config, name):
+                if name.replace(".", "_") in exported:
+                    continue  # never two tools under one provider name (definitions() raises)
+                exported.add(name.replace(".", "_"))
                 tools[name] = spec
         return dict(sorted(tools.items()))
 
@@ -528,22 +602,8 @@ class Session:
         if path is None:
             known = ", ".join(sorted(self._spills)) or "none in this session"
             return {"error": f'unknown output ref "{ref}"; known refs: {known}'}
-        data = path.read_bytes()
-        total = len(data)
-        max_page = max(64, self.harness.config.limits.max_output_bytes - FOOTER_ROOM)
-        limit = min(int(args.get("limit") or max_page), max_page)
-        start = min(int(args.get("offset", 0)), total)
-        while start < total and data[start] & 0xC0 == 0x80:
-            start += 1  # do not begin inside a character
-        end = min(total, start + limit)
-        while start < end < total and data[end] & 0xC0 == 0x80:
-            end -= 1  # nor end inside one
-        page = data[start:end].decode("utf-8", "replace")
-        if end < total:
-            more = f'next page: read_output(ref="{ref}", offset={end})'
-        else:
-            more = "end of output"
-        return f"{page}\n[read_output {ref}: bytes {start}-{end} of {total}; {more}]"
+        return read_page(path.read_bytes(), ref, args,
+                         self.harness.config.limits.max_output_bytes)
 
     # -- calls -------------------------------------------------------------------
 
@@ -607,6 +667,26 @@ class Session:
         self.close()
 
 
+def read_page(data: bytes, ref: str, args: Mapping[str, Any], max_output_bytes: int) -> str:
+    """One ``read_output`` page of the spilled output ``data`` (shared with
+    ``harness serve``'s server-wide store)."""
+    total = len(data)
+    max_page = max(64, max_output_bytes - FOOTER_ROOM)
+    limit = min(int(args.get("limit") or max_page), max_page)
+    start = min(int(args.get("offset", 0)), total)
+    while start < total and data[start] & 0xC0 == 0x80:
+        start += 1  # do not begin inside a character
+    end = min(total, start + limit)
+    while start < end < total and data[end] & 0xC0 == 0x80:
+        end -= 1  # nor end inside one
+    page = data[start:end].decode("utf-8", "replace")
+    if end < total:
+        more = f'next page: read_output(ref="{ref}", offset={end})'
+    else:
+        more = "end of output"
+    return f"{page}\n[read_output {ref}: bytes {start}-{end} of {total}; {more}]"
+
+
 # -- Python functions as tools ---------------------------------------------------------
 
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
@@ -664,11 +744,14 @@ def tool_from_function(func: Callable[..., Any], *, name: str | None = None,
         source = inspect.getsourcefile(func) or "<python>"
     except TypeError:
         source = "<python>"
-    spec = ToolSpec(name=tool_name, description=doc, parameters=tuple(params),
-                    input_schema={"type": "object", "properties": props, "required": required},
-                    source=Source(path=source, layer="python"))
-
     takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    input_schema: dict[str, Any] = {"type": "object", "properties": props,
+                                    "required": required}
+    if takes_any:
+        # **kwargs welcomes other names: they are not "unknown" (harness/arguments.py).
+        input_schema["additionalProperties"] = True
+    spec = ToolSpec(name=tool_name, description=doc, parameters=tuple(params),
+                    input_schema=input_schema, source=Source(path=source, layer="python"))
 
     def handler(args: dict[str, Any]) -> Any:
         # Undeclared keys pass validation (SPEC §9); they reach the function only when

@@ -116,19 +116,13 @@ class HookChain:
         current = payload  # never mutated: a modify() merges into a new dict
         if not hooks:
             return _chain_outcome((current, None, "", False))
-        # Guards see what runs (SETTLE_EVENTS): seen[i] is the payload hook i last
-        # saw. A change sends the chain back to the first hook that has not seen the
-        # new payload; a hook's own change counts as seen by it. Without changes this
-        # is one pass in priority order.
+        # One pass in priority order. Guards see what runs (SETTLE_EVENTS): when a hook
+        # after the first changes the payload, the hooks before it have not seen the
+        # new one, and _settle takes over. (Until then every earlier hook has seen
+        # ``current``: the first hook's own change counts as seen by it.)
         settle = event in SETTLE_EVENTS
-        seen: list[Mapping[str, Any] | None] = [None] * len(hooks)
-        changes: dict[str, int] = {}
-        i, n = 0, len(hooks)
-        while i < n:
-            if seen[i] is current:
-                i += 1
-                continue
-            plan = hooks[i]
+        first: str | None = None  # the first hook, when it changed the payload
+        for i, plan in enumerate(hooks):
             hook = plan.spec
             try:
                 action, reason, new, took = _run_one(plan, event, current, runtime, make_ctx,
@@ -138,8 +132,6 @@ class HookChain:
                 if on_decision is not None:
                     on_decision(event, hook.name, "error", message, 0.0)
                 if hook.on_error == "allow":
-                    seen[i] = current
-                    i += 1
                     continue
                 return ChainOutcome(payload=current, blocked_by=hook.name, reason=message,
                                     failed=True)
@@ -147,20 +139,68 @@ class HookChain:
                 on_decision(event, hook.name, action, reason, took)
             if action == "block":
                 return ChainOutcome(payload=current, blocked_by=hook.name, reason=reason)
-            changed = action == "modify" and new is not current
-            if changed:
+            if action == "modify" and new is not current:
+                if settle and i > 0:
+                    seen: list[Mapping[str, Any] | None] = [current] * len(hooks)
+                    seen[i] = new
+                    for later in range(i + 1, len(hooks)):
+                        seen[later] = None
+                    changes = {first: 1} if first is not None else {}
+                    changes[hook.name] = changes.get(hook.name, 0) + 1
+                    return _settle(hooks, event, new, seen, changes, runtime, make_ctx,
+                                   recheck, on_decision)
+                first = hook.name
                 current = new
-                if settle:
-                    count = changes[hook.name] = changes.get(hook.name, 0) + 1
-                    if count > MAX_CHANGES:
-                        message = _unsettled(event, hook.name, changes)
-                        if on_decision is not None:
-                            on_decision(event, hook.name, "error", message, 0.0)
-                        return ChainOutcome(payload=current, blocked_by=hook.name,
-                                            reason=message, failed=True)
-            seen[i] = current
-            i = 0 if changed and settle else i + 1
         return _chain_outcome((current, None, "", False))
+
+
+def _settle(hooks: tuple[HookPlan, ...], event: str, current: Mapping[str, Any],
+            seen: list[Mapping[str, Any] | None], changes: dict[str, int],
+            runtime: ScriptRuntime, make_ctx: Callable[[HookSpec], CallContext],
+            recheck: Recheck | None, on_decision: DecisionSink | None) -> ChainOutcome:
+    """Run until every hook has seen ``current`` (``seen[i]`` is what hook i last saw).
+
+    A change sends the chain back to the first hook that has not seen the new
+    payload; a hook's own change counts as seen by it; a hook changing the payload
+    more than MAX_CHANGES times ends the call with an error outcome.
+    """
+    i, n = 0, len(hooks)
+    while i < n:
+        if seen[i] is current:
+            i += 1
+            continue
+        plan = hooks[i]
+        hook = plan.spec
+        try:
+            action, reason, new, took = _run_one(plan, event, current, runtime, make_ctx,
+                                                 recheck)
+        except HookFailure as exc:
+            message = f'hook "{hook.name}" failed: {exc}'
+            if on_decision is not None:
+                on_decision(event, hook.name, "error", message, 0.0)
+            if hook.on_error == "allow":
+                seen[i] = current
+                i += 1
+                continue
+            return ChainOutcome(payload=current, blocked_by=hook.name, reason=message,
+                                failed=True)
+        if on_decision is not None:
+            on_decision(event, hook.name, action, reason, took)
+        if action == "block":
+            return ChainOutcome(payload=current, blocked_by=hook.name, reason=reason)
+        changed = action == "modify" and new is not current
+        if changed:
+            current = new
+            count = changes[hook.name] = changes.get(hook.name, 0) + 1
+            if count > MAX_CHANGES:
+                message = _unsettled(event, hook.name, changes)
+                if on_decision is not None:
+                    on_decision(event, hook.name, "error", message, 0.0)
+                return ChainOutcome(payload=current, blocked_by=hook.name, reason=message,
+                                    failed=True)
+        seen[i] = current
+        i = 0 if changed else i + 1
+    return _chain_outcome((current, None, "", False))
 
 
 def _unsettled(event: str, name: str, changes: Mapping[str, int]) -> str:

@@ -22,7 +22,9 @@ def slot_maker(cls: type[T], *params: str) -> Callable[..., T]:
     """A function ``make(*params)`` that returns what ``cls(**dict(zip(params, ...)))``
     returns, every field not in ``params`` set to its declared default (a
     ``default_factory`` is called per object). Without ``params``: every field, in
-    declaration order. ``cls`` must be a slots dataclass without ``__post_init__``.
+    declaration order; trailing parameters with a plain default may be left out (a
+    field added at the end keeps old callers working). ``cls`` must be a slots
+    dataclass without ``__post_init__``.
     """
     if not dataclasses.is_dataclass(cls) or "__slots__" not in cls.__dict__:
         raise TypeError(f"{cls.__name__} is not a slots dataclass")
@@ -48,7 +50,16 @@ def slot_maker(cls: type[T], *params: str) -> Callable[..., T]:
         else:
             raise TypeError(f"{cls.__name__}.{f.name} has no default: pass it")
         body.append(f"    _set{i}(obj, {value})")
-    args = ", ".join(f"_p{i}" for i in range(len(names)))
+    # A trailing run of parameters whose fields have a plain default may be left out.
+    by_name = {f.name: f for f in fields}
+    params_src = [f"_p{i}" for i in range(len(names))]
+    for i in range(len(names) - 1, -1, -1):
+        default = by_name[names[i]].default
+        if default is dataclasses.MISSING:
+            break
+        scope[f"_pdefault{i}"] = default
+        params_src[i] += f"=_pdefault{i}"
+    args = ", ".join(params_src)
     source = "\n".join([f"def make({args}):", "    obj = _new(_cls)", *body, "    return obj"])
     exec(source, scope)  # noqa: S102 - generated from field names, nothing else
     make: Callable[..., T] = scope["make"]

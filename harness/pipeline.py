@@ -113,10 +113,22 @@ def _resolve_slowly(c: Call) -> ToolPlan:
 
 
 def validate(c: Call, plan: ToolPlan, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The arguments, checked against the tool's input schema."""
+    """The arguments with declared defaults filled in, checked against the tool's input
+    schema; undeclared names are noted, or refused under ``arguments: strict``."""
     if type(args) is not dict and not isinstance(args, Mapping):
         raise Stop(f'invalid arguments for tool "{c.name}": $: arguments must be a JSON '
                    f"object, got {type(args).__name__}")
+    shape = plan.arguments.shape  # arguments.py: defaults and declared names
+    if shape is not None:
+        if shape.fills:
+            args = shape.fill(args)
+        known = shape.known
+        if known is not None and not known.issuperset(args):
+            note = shape.note(c.name, shape.unknown(args))
+            if (plan.spec.arguments or c.reg.config.arguments) == "strict":
+                raise Stop(f'invalid arguments for tool "{c.name}": {note} '
+                           "(`arguments: strict` refuses undeclared names)")
+            c.notes = (note,)
     problems = plan.arguments.problems(args)
     if c.auditing:
         c.env.emit("tool.validate", tool=c.name, call_id=c.call_id, ok=not problems)
@@ -262,9 +274,13 @@ def finish(c: Call, value: Any = None, error: str | None = None,
     truncated = len(text) > max_bytes // 4 and len(text.encode("utf-8")) > max_bytes
     if truncated:
         text, ref = capped(text, max_bytes, c.env.spill)
+    notes = c.notes
+    for note in notes:  # after the cap: the model always reads them
+        text = (text or "") + f"\n[note: {note}]"
     result = make_result(c.call_id, c.name, is_error,
                          None if is_error and blocked_by else value, text or "", error,
-                         (time.monotonic() - c.start) * 1000.0, truncated, blocked_by, ref)
+                         (time.monotonic() - c.start) * 1000.0, truncated, blocked_by, ref,
+                         notes)
     if c.auditing:
         c.env.emit("tool.result", tool=c.name, call_id=c.call_id, is_error=result.is_error,
                    error=result.error, blocked_by=result.blocked_by,
@@ -301,13 +317,14 @@ class Call:
     """One call in flight: what the steps share (one object instead of closures)."""
 
     __slots__ = ("reg", "env", "name", "call_id", "auditing", "start", "ctx", "plan",
-                 "exec_ms")
+                 "exec_ms", "notes")
 
     def __init__(self, call: ToolCall, reg: Registry, env: CallEnv) -> None:
         self.start = time.monotonic()
         self.reg, self.env, self.name, self.call_id = reg, env, call.name, call.id
         self.auditing = env.auditing
         self.ctx: CallContext | None = None
+        self.notes: tuple[str, ...] = ()  # remarks for the model (unknown argument names)
         # set by the steps: plan (resolve), exec_ms (execute)
         self.plan: ToolPlan
         self.exec_ms: float

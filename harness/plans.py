@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.arguments import ArgValidator
 from harness.artifacts.model import ToolSpec
 from harness.artifacts.problems import unknown_tool_message
 from harness.config import Config
 from harness.hooks import HookChain
 from harness.runtime.context import ScriptRuntime
+from harness.validators import ArgValidator
 
 Handler = Callable[[dict[str, Any]], Any]
 

@@ -6,32 +6,73 @@ from __future__ import annotations
 import re
 from typing import Any
 
+# A value after "name=" or "name:": quoted (the quotes included) or a bare word. A value
+# starting with "$" is a shell reference ($PASSWORD), not a secret. RE2-compatible (no
+# lookaround), so the starter hook uses the very same text.
+_VALUE = r"""(?:"[^"$\n][^"\n]*"|'[^'$\n][^'\n]*'|[^\s,;&"'$][^\s,;&"']*)"""
+# For a bare "pwd": a path (/..., ~...) is the working directory, not a secret.
+_NOT_A_PATH = r"""(?:"[^"$/~\n][^"\n]*"|'[^'$/~\n][^'\n]*'|[^\s,;&"'$/~][^\s,;&"']*)"""
+# Name parts before the secret word: DB_, mysql., x-...
+_PREFIX = r"(?:[A-Za-z0-9]+[_.-])"
+
 PATTERNS: tuple[tuple[str, str], ...] = (
     ("aws-access-key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
-    # A key block, or its start when the text was cut before the END line.
-    ("private-key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?"
-                    r"(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"),
+    # A key block (PEM, OpenSSH, PGP), or its start when the text was cut before END.
+    ("private-key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+                    r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"),
     # "password": "x" in JSON text, also JSON inside a JSON string (\"password\": \"x\").
-    ("password-json", r'(?i)(\\?"(?:password|passwd|pwd|secret|api_?key|token)\\?"\s*:\s*\\?")'
-                      r'[^"\\]*'),
-    ("password", r"(?i)\b(password|passwd|pwd)\s*[=:]\s*[^\s,;&\"']+"),
+    ("password-json", r'(?i)(\\?"(?:' + _PREFIX + r'*(?:password|passwd|passphrase|secret|'
+                      r'api[_-]?key)|' + _PREFIX + r'+pwd)\\?"\s*:\s*\\?")[^"\\]*'),
+    ("token-json", r'(?i)(\\?"(?:(?:access|refresh|auth|bearer|session)[_-]?)?token\\?"'
+                   r'\s*:\s*\\?")[^"\\]*'),
+    ("pwd-json", r'(?i)(\\?"pwd\\?"\s*:\s*\\?")[^"\\/~$][^"\\]*'),
+    # password=x, DB_PASSWORD="x", export PASSWORD='x', MYSQL_PWD=x, mysql.pwd: x
+    ("password", r"(?i)\b(" + _PREFIX + r"*(?:password|passwd|passphrase)|" + _PREFIX
+                 + r"+pwd)[ \t]*[=:][ \t]*" + _VALUE),
+    # A bare pwd only as pwd=x, and not a path: "PWD=/src", "pwd: command not found".
+    ("pwd", r"(?i)\b(pwd)[ \t]*=[ \t]*" + _NOT_A_PATH),
 )
-# Object keys whose string values are secrets wherever they appear.
-SECRET_KEYS = re.compile(r"(?i)^(password|passwd|pwd|secret|api_?key|token|access_?token)$")
+# Object keys whose string values are secrets wherever they appear (a bare "pwd" only
+# when the value is not a path).
+SECRET_KEYS = re.compile(r"(?i)^(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|secret|"
+                         r"api[_-]?key|token|access[_-]?token)$|^(?:[a-z0-9]+[_.-])+pwd$")
+PWD_KEY = re.compile(r"(?i)^pwd$")
 _COMPILED = [(name, re.compile(rx)) for name, rx in PATTERNS]
 MASK = "[REDACTED]"
 
 
 def redact_text(text: str) -> str:
     for name, rx in _COMPILED:
-        if name == "password":
+        if name in ("password", "pwd"):
             text = rx.sub(lambda m: f"{m.group(1)}={MASK}", text)
-        elif name == "password-json":
+        elif name.endswith("-json"):
             text = rx.sub(lambda m: f"{m.group(1)}{MASK}", text)
         else:
             text = rx.sub(MASK, text)
     return text
+
+
+def _secret_value(key: Any, value: Any) -> bool:
+    if not isinstance(value, str) or not value or not isinstance(key, str):
+        return False
+    if SECRET_KEYS.match(key):
+        return True
+    return PWD_KEY.match(key) is not None and value[0] not in "/~$"
+
+
+def _key(key: Any, done: dict[Any, Any], source: dict[Any, Any]) -> Any:
+    """A key with secrets masked (``[REDACTED]``, ``[REDACTED]#2``...); a masked key never
+    replaces another entry."""
+    if not isinstance(key, str):
+        return key
+    masked = redact_text(key)
+    if masked == key:
+        return key
+    unique, n = masked, 2
+    while unique in done or unique in source:
+        unique, n = f"{masked}#{n}", n + 1
+    return unique
 
 
 def redact(value: Any) -> Any:
@@ -41,6 +82,8 @@ def redact(value: Any) -> Any:
     if isinstance(value, list):
         return [redact(v) for v in value]
     if isinstance(value, dict):
-        return {k: MASK if isinstance(v, str) and v and isinstance(k, str)
-                and SECRET_KEYS.match(k) else redact(v) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            out[_key(k, out, value)] = MASK if _secret_value(k, v) else redact(v)
+        return out
     return value

@@ -31,11 +31,13 @@ class ToolResult:
     blocked_by: str | None = None
     # Reference of the full output kept for the session when ``truncated`` (SPEC §8.6).
     output_ref: str | None = None
+    # Remarks about the call the model should read (e.g. unknown argument names with a
+    # did-you-mean; docs/python-api.md); each is also the last line of ``text``.
+    notes: tuple[str, ...] = ()
 
 
 # make_result(call_id, name, is_error, value, text, error, duration_ms, truncated,
-# blocked_by, output_ref) and make_call(name, arguments, id): the same objects as the
-# constructors make, built on the hot path without __init__ (harness.hotpath).
-make_result: Callable[[str, str, bool, Any, str, str | None, float, bool, str | None,
-                       str | None], ToolResult] = slot_maker(ToolResult)
+# blocked_by, output_ref, notes) and make_call(name, arguments, id): the same objects as
+# the constructors make, built on the hot path without __init__ (harness.hotpath).
+make_result: Callable[..., ToolResult] = slot_maker(ToolResult)
 make_call: Callable[[str, Mapping[str, Any], str], ToolCall] = slot_maker(ToolCall)

@@ -49,6 +49,15 @@ def test_errors_imports_nothing_from_harness_at_run_time() -> None:
             raise AssertionError(f"errors.py imports {node.module} at module level")
 
 
+def test_test_file_names_are_unique() -> None:
+    """Test folders have no __init__.py, so pytest needs unique basenames (rootdir import)."""
+    tests = Path(__file__).resolve().parent
+    seen: dict[str, Path] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        assert path.name not in seen, f"{path} and {seen[path.name]} share a name"
+        seen[path.name] = path
+
+
 # -- no import cycles ------------------------------------------------------------------
 # Every import counts: module level, inside functions (lazy imports) and under
 # ``if TYPE_CHECKING:``. A cycle through a lazy import still ties two modules into one

@@ -18,14 +18,14 @@ from harness.artifacts.model import TOOL_EVENTS, HookSpec, Problem, ToolSpec
 from harness.artifacts.params import (
     METASCHEMA_URI,
     a_type,
+    as_json,
     compile_error,
     compile_errors,
-    parameter_schema,
     schema_errors,
     suggest,
+    unknown_keywords,
 )
 from harness.artifacts.problems import json_path
-from harness.config import section_schemas
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -38,6 +38,7 @@ UNSUPPORTED_EVENTS = ("delegation.pre", "delegation.post", "delegation.post_veri
 
 LOADING = ("always", "deferred")
 ON_ERROR = ("block", "allow")
+ARGUMENTS = ("note", "strict")  # harness/arguments.py MODES
 ANNOTATION_KEYS = {"read_only": bool, "destructive": bool, "idempotent": bool,
                    "open_world": bool, "title": str}
 _META = {"$ref": METASCHEMA_URI}
@@ -59,6 +60,9 @@ TOOL_FIELDS: dict[str, dict[str, Any]] = {
         k: {"type": "boolean" if t is bool else "string"} for k, t in ANNOTATION_KEYS.items()}},
     "loading": {"enum": list(LOADING), "default": "always"},
     "enabled": {"type": "boolean", "default": True},
+    "arguments": {"enum": list(ARGUMENTS),
+                  "description": "Unknown argument names: note (run, and say so in the "
+                  "result) or strict (refuse); default: harness.md `arguments`."},
 }
 HOOK_FIELDS: dict[str, dict[str, Any]] = {
     "event": {"type": "string", "description": f"{', '.join(TOOL_EVENTS)} or custom.<name>",
@@ -159,7 +163,7 @@ def _bool(entry: Entry, key: str, values: dict[str, Any], dest: str, errors: lis
         values[dest] = value
     else:
         errors.append(entry.problem((key,), "field-type", f"{entry.label} {key} must be true or "
-                                    f"false, got {value!r}"))
+                                    f"false, got {as_json(value)}"))
 
 
 def _timeout(entry: Entry, values: dict[str, Any], errors: list[Problem]) -> None:
@@ -168,7 +172,8 @@ def _timeout(entry: Entry, values: dict[str, Any], errors: list[Problem]) -> Non
     value = entry.data["timeout_ms"]
     if isinstance(value, bool) or not isinstance(value, int):
         errors.append(entry.problem(("timeout_ms",), "field-type", f"{entry.label} timeout_ms "
-                                    f"must be an integer number of milliseconds, got {value!r}"))
+                                    "must be an integer number of milliseconds, got "
+                                    f"{as_json(value)}"))
     elif value < 0:
         errors.append(entry.problem(("timeout_ms",), "timeout-negative",
                                     f"{entry.label} timeout_ms must be >= 0 (got {value}); "
@@ -202,7 +207,7 @@ def _choice(entry: Entry, key: str, choices: tuple[str, ...], values: dict[str, 
     else:
         hint = suggest(str(value), choices)
         errors.append(entry.problem((key,), code, f"{entry.label} {key} must be one of "
-                                    f"{', '.join(choices)}; got {value!r}{hint}"))
+                                    f"{', '.join(choices)}; got {as_json(value)}{hint}"))
 
 
 def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
@@ -214,6 +219,7 @@ def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
     _bool(entry, "async", values, "is_async", errors)
     _bool(entry, "enabled", values, "enabled", errors)
     _choice(entry, "loading", LOADING, values, errors, "loading-invalid")
+    _choice(entry, "arguments", ARGUMENTS, values, errors, "arguments-invalid")
     if entry.data.get("returns") is not None:
         returns = entry.data["returns"]
         if isinstance(returns, dict):
@@ -241,7 +247,7 @@ def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
                     expected = "true or false" if want is bool else "a string"
                     errors.append(entry.problem(("annotations", key), "annotations-invalid",
                                                 f"{entry.label} annotations.{key} must be "
-                                                f"{expected}, got {value!r}"))
+                                                f"{expected}, got {as_json(value)}"))
                 else:
                     good[key] = value
             values["annotations"] = good
@@ -261,9 +267,9 @@ def event_problem(entry: Entry) -> Problem | None:
     if isinstance(event, str) and META_EVENT_RE.fullmatch(event):
         return None
     if not isinstance(event, str) or not (event in TOOL_EVENTS or CUSTOM_EVENT_RE.fullmatch(event)):
-        return entry.problem(("event",), "event-unknown", f"{entry.label} event {event!r} is "
-                             f"unknown{suggest(str(event), TOOL_EVENTS)}; use one of "
-                             f"{', '.join(TOOL_EVENTS)} or custom.<name>")
+        return entry.problem(("event",), "event-unknown", f"{entry.label} event "
+                             f"{as_json(event)} is unknown{suggest(str(event), TOOL_EVENTS)}; "
+                             f"use one of {', '.join(TOOL_EVENTS)} or custom.<name>")
     return None
 
 
@@ -287,7 +293,8 @@ def hook_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
         value = entry.data["priority"]
         if isinstance(value, bool) or not isinstance(value, int):
             errors.append(entry.problem(("priority",), "field-type", f"{entry.label} priority "
-                                        f"must be an integer (lower runs first), got {value!r}"))
+                                        "must be an integer (lower runs first), got "
+                                        f"{as_json(value)}"))
         else:
             values["priority"] = value
     return values, errors
@@ -350,6 +357,14 @@ def schema_problems(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
                                     f"{json_path(where[1:] if inside else ())}: {message}")
     if spec.returns is None:
         return
+    # Keys no validator reads, as in parameters; a piece of a sentence is the YAML
+    # flow-mapping comma trap, explained.
+    for key_path, message, prose in unknown_keywords(spec.returns):
+        at = "" if len(key_path) == 1 else f" at {json_path(key_path[:-1])}"
+        yield entry.problem(("returns", *key_path),
+                            "schema-flow-comma" if prose else "returns-unknown-key",
+                            f"{entry.label} returns{at}: {message}" if prose
+                            else f"{entry.label} returns{at} has {message}", "warning")
     failure = compile_error(spec.returns)
     if failure is None:
         return
@@ -387,58 +402,6 @@ SCHEMA_FILES = {
                "/*.md: lists of tools and hooks."),
     "harness": ("harness.md frontmatter", "Configuration of a harness project (SPEC \u00a75). "
                 "The body is the system prompt."),
+    "server": ("harness upstream MCP server declaration", "Frontmatter of "
+               ".harness/servers/NAME.md (docs/mcp-servers.md). The body is a note for humans."),
 }
-
-
-def frontmatter_schema(kind: str) -> dict[str, Any]:
-    """The published JSON Schema of ``kind`` (tool, hook, bundle, harness), from the tables.
-
-    ``harness/schemas/<kind>.schema.json`` holds exactly this; a test keeps them equal
-    and checks that they agree with validate on every fixture.
-    """
-    def obj(fields: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "object", "properties": dict(fields),
-                               "additionalProperties": False}
-        if required:
-            out["required"] = list(required)
-        return out
-
-    defs = {
-        "parameter": parameter_schema(),
-        "tool": obj(TOOL_FIELDS),
-        "hook": obj(HOOK_FIELDS, HOOK_REQUIRED),
-        "toolEntry": obj({**ENTRY_FIELDS, **TOOL_FIELDS}, ("name",)),
-        # ai-harness keys bundle and inline hooks by `handler:` (the same as `name:`).
-        "hookEntry": {**obj({**ENTRY_FIELDS, "handler": ENTRY_FIELDS["name"], **HOOK_FIELDS},
-                            HOOK_REQUIRED),
-                      "anyOf": [{"required": ["name"]}, {"required": ["handler"]}]},
-    }
-    title, description = SCHEMA_FILES[kind]
-    head: dict[str, Any] = {"$schema": METASCHEMA_URI,
-                            "$id": f"https://harness.dev/schemas/{kind}.schema.json",
-                            "title": title, "description": description}
-    if kind in ("tool", "hook"):
-        body: dict[str, Any] = {"$ref": f"#/$defs/{kind}"}
-    elif kind == "bundle":
-        body = obj(BUNDLE_FIELDS)
-    else:
-        body = obj({"tools": BUNDLE_FIELDS["tools"], "hooks": BUNDLE_FIELDS["hooks"],
-                    "workspace": {"type": ["string", "null"],
-                                  "description": "Jail root: an existing directory inside the "
-                                  "project root."},
-                    **section_schemas()})
-    return {**head, **body, "$defs": defs}
-
-
-def write_schemas(folder: str | None = None) -> list[str]:
-    """Regenerate harness/schemas/*.schema.json from the tables; return the paths written."""
-    import json
-    from pathlib import Path
-
-    target = Path(folder) if folder else Path(__file__).resolve().parents[1] / "schemas"
-    written = []
-    for kind in SCHEMA_FILES:
-        path = target / f"{kind}.schema.json"
-        path.write_text(json.dumps(frontmatter_schema(kind), indent=2) + "\n")
-        written.append(str(path))
-    return written

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.artifacts import checks
+from harness.artifacts import checks, servers
 from harness.artifacts.checks import Entry
 from harness.artifacts.frontmatter import KeyLines, fatal, split
 from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec, hook_order
@@ -367,6 +367,7 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
     root = Path(root)
     problems: list[Problem] = []
     dot = root / DOT_HARNESS
+    server_entries: list[Entry] = []
     layered: dict[str, list[Entry]] = {"tool": [], "hook": []}
     overrides: list[Entry] = []
 
@@ -403,6 +404,8 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
                         code="config-unknown-key", message=f'harness.md has unknown key "{key}"'
                         f"{suggest(str(key), known)}; known keys: {', '.join(known)}"))
             add(list(_entries(config_data, config_lines, HARNESS_MD, "inline", problems)), layered)
+            server_entries = servers.inline_entries(config_data.get("mcp_servers"), config_lines,
+                                                    HARNESS_MD, problems)
     config, cprobs = parse_config(config_data, root, HARNESS_MD, config_lines)
     problems.extend(cprobs)
 
@@ -487,10 +490,36 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
         return e.path, line, column
 
     problems.extend(checks.collisions(tools, where))
+    server_specs = _servers(dot, server_entries, problems)
     problems.sort(key=_order)
     loaded.project = Project(root=root, config=config, system_prompt=system_prompt, tools=tools,
-                             hooks=tuple(hooks), problems=tuple(problems))
+                             hooks=tuple(hooks), problems=tuple(problems), servers=server_specs)
     return loaded
+
+
+def _servers(dot: Path, entries: list[Entry], problems: list[Problem]) -> dict[str, Any]:
+    """Upstream servers: harness.md ``mcp_servers:`` then ``.harness/servers/*.md``; a
+    name declared twice is an error naming both places."""
+    for rel, path in _md_files(dot / "servers", f"{DOT_HARNESS}/servers", problems):
+        entry = _artifact(path, rel, "server", problems)
+        if entry is not None:
+            entries.append(entry)
+    chosen: dict[str, Any] = {}
+    first: dict[str, Entry] = {}
+    for e in entries:
+        if e.name in first:
+            f = first[e.name]
+            line, column = e.pos("name") if e.body is None else (1, 1)
+            problems.append(Problem(
+                path=e.path, line=line, column=column, code="duplicate-name",
+                message=f'server "{e.name}" is declared more than once: in {f.path}:{f.line} '
+                        f"and in {e.path}:{line}; remove or rename one"))
+            continue
+        first[e.name] = e
+        spec, errs = servers.build(e)
+        problems.extend(errs)
+        chosen[e.name] = spec
+    return dict(sorted(chosen.items()))
 
 
 def _order(p: Problem) -> tuple[str, int, int, str]:

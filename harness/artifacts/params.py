@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from harness.artifacts.model import Parameter
-from harness.artifacts.problems import Problem, a_type, suggest
+from harness.artifacts.problems import Problem, a_type, as_json, json_path, suggest
 
 TYPES = ("string", "number", "integer", "boolean", "object", "array")
 METASCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
@@ -67,8 +67,8 @@ def build(
     for name, spec in raw.items():
         at = (*base, name)
         if not isinstance(name, str) or not name:
-            err(at, "parameter-invalid", f"{owner} parameter name {name!r} must be a non-empty "
-                "string; quote it in the YAML")
+            err(at, "parameter-invalid", f"{owner} parameter name {as_json(name)} must be a "
+                "non-empty string; quote it in the YAML")
             continue
         label = f'{owner} parameter "{name}"'
         if not isinstance(spec, dict):
@@ -91,12 +91,12 @@ def build(
             ok = False
         elif not isinstance(ptype, str) or ptype not in TYPES:
             err((*at, "type"), "parameter-type-invalid", f"{label} type must be one of "
-                f"{', '.join(TYPES)}; got {ptype!r}{suggest(str(ptype), TYPES)}")
+                f"{', '.join(TYPES)}; got {as_json(ptype)}{suggest(str(ptype), TYPES)}")
             ok = False
         req = spec.get("required", False)
         if not isinstance(req, bool):
             err((*at, "required"), "parameter-required-invalid", f"{label} required must be true "
-                f"or false, got {req!r}")
+                f"or false, got {as_json(req)}")
             req = False
         desc = spec.get("description", "")
         if desc is None:
@@ -105,11 +105,13 @@ def build(
             err((*at, "description"), "parameter-description-invalid",
                 f"{label} description must be a string, got {a_type(desc)}")
             desc = ""
-        for key in spec:
-            if isinstance(key, str) and key not in KEYWORDS:
-                err((*at, key), "parameter-unknown-key",
-                    f'{label} has unknown key "{key}"{suggest(key, KEYWORDS)}; it is passed '
-                    "through to the JSON Schema but no validator uses it", "warning")
+        for key_path, message, prose in unknown_keywords(spec):
+            if key_path == ("required",):
+                continue  # our own keyword, lifted into the object's required list
+            where = "" if len(key_path) == 1 else f" at {json_path(key_path[:-1])}"
+            err((*at, *key_path), "schema-flow-comma" if prose else "parameter-unknown-key",
+                f"{label}{where}: {message}" if prose else f"{label}{where} has {message}",
+                "warning")
         schema = {k: v for k, v in spec.items() if k != "required"}
         if not desc:
             schema.pop("description", None)
@@ -121,6 +123,54 @@ def build(
                                     schema=schema))
     schema_out = {"type": "object", "properties": properties, "required": required}
     return tuple(params), schema_out, problems
+
+
+def looks_like_prose(key: Any, value: Any) -> bool:
+    """A key that is a piece of a sentence with no value: a comma inside ``{...}``."""
+    return isinstance(key, str) and value is None and (" " in key.strip()
+                                                       or key.rstrip().endswith("."))
+
+
+def flow_comma_hint(key: str, node: Mapping[str, Any]) -> str:
+    """Why ``key`` is a key: YAML's flow mapping ends a plain value at a comma."""
+    cut = [k for k, v in node.items() if isinstance(k, str) and isinstance(v, str)]
+    was = f' (so "{cut[-1]}" is only "{node[cut[-1]]}")' if cut else ""
+    return (f'"{key}" looks like a piece of a sentence, not a keyword: inside a YAML flow '
+            "mapping {...} an unquoted comma ends the value and the rest of the text "
+            f"becomes keys with no value{was}; quote the text (\"...\") or write the "
+            "mapping in block style, one key per line")
+
+
+def unknown_keyword_message(key: str, node: Mapping[str, Any]) -> str:
+    """The explanation of one key that is not a JSON Schema keyword."""
+    if looks_like_prose(key, node.get(key)):
+        return flow_comma_hint(key, node)
+    return (f'unknown key "{key}"{suggest(key, KEYWORDS)}; it is passed through to the '
+            "JSON Schema but no validator uses it")
+
+
+def unknown_keywords(schema: Any, *, skip_root: bool = False
+                     ) -> Iterator[tuple[tuple[Any, ...], str, bool]]:
+    """``(key path, message, is_prose)`` for every key of every subschema that is not a
+    JSON Schema keyword (``properties`` names are names, not keywords)."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(schema, ())]
+    while stack:
+        node, path = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        if path or not skip_root:
+            for key in node:
+                if isinstance(key, str) and key not in KEYWORDS:
+                    yield (*path, key), unknown_keyword_message(key, node), \
+                        looks_like_prose(key, node[key])
+        for key, value in reversed(list(node.items())):
+            at = (*path, key)
+            if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+                stack.extend((sub, (*at, name)) for name, sub in reversed(list(value.items())))
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                stack.extend((sub, (*at, i)) for i, sub in reversed(list(enumerate(value))))
+            elif key in _SCHEMA_ONE:
+                stack.append((value, at))
 
 
 @cache

@@ -7,6 +7,7 @@ it without an import cycle (tests/test_architecture.py).
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -60,6 +61,15 @@ def a_type(value: Any) -> str:
 def json_path(parts: Iterable[Any]) -> str:
     """``$.a[0].b``: where in a JSON document (arguments, a schema) something is."""
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+
+
+def as_json(value: Any) -> str:
+    """A value as JSON writes it (``null``, ``"5"``, ``true``), for messages."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def closest(word: Any, choices: Iterable[str]) -> str | None:

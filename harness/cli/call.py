@@ -19,16 +19,29 @@ def _split_arg(item: str) -> tuple[str, str]:
     return key, raw
 
 
-def _arg_value(raw: str, schema: Any) -> Any:
-    """A --arg value: the literal string where the parameter is a string, else JSON.
+_NON_STRING = frozenset({"integer", "number", "boolean", "array", "object"})
 
-    ``--arg msg=42`` for a string parameter sends "42"; for an integer parameter 42.
-    A value that is not valid JSON is always the literal string.
+
+def _arg_value(raw: str, schema: Any) -> Any:
+    """A --arg value, typed by the parameter's schema.
+
+    A string parameter gets the text itself: ``--arg msg=42`` sends "42", and a value
+    written as a JSON string (``--arg msg='"hi"'``) loses its quotes. Any other
+    parameter (or one the tool does not declare) gets the value parsed as JSON
+    (``--arg n=5`` sends 5); text that is not JSON is sent as text, and validation
+    then says what was expected. ``null`` is null only where the schema allows it.
     """
     declared = schema.get("type") if isinstance(schema, dict) else None
-    types = declared if isinstance(declared, list) else [declared]
-    if "string" in types and not ({"integer", "number", "boolean", "array", "object"}
-                                  & set(types)):
+    types = set(declared) if isinstance(declared, list) else {declared}
+    if "string" in types and not (_NON_STRING & types):
+        if raw == "null" and "null" in types:
+            return None
+        if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                return raw
+            return value if isinstance(value, str) else raw
         return raw
     try:
         return json.loads(raw)
@@ -40,13 +53,21 @@ def _arg_value(raw: str, schema: Any) -> Any:
 @click.argument("tool")
 @click.argument("arguments", required=False)
 @click.option("--arg", "args", multiple=True, metavar="KEY=VALUE",
-              help="One argument; the value is parsed as JSON when it can be.")
+              help="One argument (repeatable). For a string parameter VALUE is the text "
+                   "itself (--arg msg=42 sends \"42\"; surrounding JSON quotes are removed); "
+                   "for any other parameter VALUE is parsed as JSON (--arg n=5, "
+                   "--arg tags='[\"a\"]'), and text that is not JSON is sent as text. "
+                   "Overrides the same key in ARGUMENTS.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
 @root_option
 def command(tool: str, arguments: str | None, args: tuple[str, ...], fmt: str,
             root: Path | None) -> None:
-    """Call TOOL once through the full pipeline. ARGUMENTS is a JSON object."""
+    """Call TOOL once through the full pipeline. ARGUMENTS is a JSON object.
+
+    Exit 0 when the call succeeded, 1 when its result is an error, 2 on a usage or
+    load error.
+    """
     payload: Any = {}
     if arguments:
         try:
@@ -77,6 +98,7 @@ def command(tool: str, arguments: str | None, args: tuple[str, ...], fmt: str,
             "value": result.value, "text": result.text, "error": result.error,
             "duration_ms": round(result.duration_ms, 3), "truncated": result.truncated,
             "blocked_by": result.blocked_by, "output_ref": result.output_ref,
+            "notes": list(result.notes),
         }, ensure_ascii=False, default=str))
     elif result.is_error:
         click.echo(result.text, err=True)

@@ -26,7 +26,7 @@ FORMATS = ("text", "json", "github", "junit")
 @click.option("--model", default=None, metavar="NAME_OR_URL",
               help="Model name, or the base URL of an OpenAI-compatible server "
                    "(default: model.name in harness.md).")
-@click.option("--provider", type=click.Choice(["openai", "anthropic"]), default=None,
+@click.option("--provider", type=click.Choice(["openai", "anthropic", "copilot"]), default=None,
               help="Wire format of the model API (default: model.provider in harness.md).")
 @click.option("--base-url", default=None, metavar="URL", help="Base URL of the model API.")
 @click.option("--case", "case_name", default=None, metavar="NAME",

@@ -114,6 +114,9 @@ def json_listing(project: Project) -> dict[str, Any]:
 def command(root: Path | None, fmt: str) -> None:
     """List tools (one-line description; deferred/disabled marked) and hooks."""
     project = load_or_exit(root)
+    from harness.upstream.check import include_upstream
+
+    project = include_upstream(project)  # upstream MCP servers' tools too
     if fmt == "json":
         click.echo(render.dumps(json_listing(project)))
     else:

@@ -24,7 +24,7 @@ class Boundary(click.Group):
 
 
 @click.group(cls=Boundary, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="harness")
+@click.version_option(package_name="harness-md")
 def cli() -> None:
     """Tools for language models as Markdown files."""
 

@@ -65,6 +65,9 @@ def find_tool(project: Project, name: str, fmt: str) -> ToolSpec:
 def command(tool: str | None, root: Path | None, fmt: str) -> None:
     """Print tool definitions as sent to a provider (all tools, or TOOL alone)."""
     project = load_or_exit(root)
+    from harness.upstream.check import include_upstream
+
+    project = include_upstream(project)  # upstream MCP servers' tools too
     tools = [project.tools[n] for n in sorted(project.tools)]
     if tool is None:
         click.echo(render.dumps(definitions(tools, fmt)))

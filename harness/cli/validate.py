@@ -26,15 +26,29 @@ from harness.cli.common import CliError, resolve_root, root_option
     help="text for people, json for programs, github for Actions annotations.",
 )
 @click.option("--strict", is_flag=True, help="Treat unknown keys as errors, not warnings.")
-def command(root: Path | None, fmt: str, strict: bool) -> None:
+@click.option("--connect", is_flag=True,
+              help="Also start each upstream MCP server, list its tools and report problems "
+                   "(without it validate is offline).")
+def command(root: Path | None, fmt: str, strict: bool, connect: bool) -> None:
     """Check every tool, hook, bundle and harness.md; report every problem."""
     from harness.validation import check_project
 
     project = check_project(resolve_root(root), strict=strict)
     project = _with_test_files(project, strict)
     base = project.root
+    servers: dict[str, list[str]] | None = None
+    if connect and project.servers:
+        from dataclasses import replace
+
+        from harness.upstream.check import connect as connect_servers
+
+        servers, found = connect_servers(project)
+        project = replace(project, problems=(*project.problems, *found))
     if fmt == "json":
-        click.echo(render.dumps(render.json_report(project, base)))
+        report = render.json_report(project, base)
+        if servers is not None:
+            report["servers"] = servers
+        click.echo(render.dumps(report))
     else:
         lines = (
             render.github_lines(project.problems, base)
@@ -43,6 +57,8 @@ def command(root: Path | None, fmt: str, strict: bool) -> None:
         )
         for line in lines:
             click.echo(line)
+        for name, tools in (servers or {}).items():
+            click.echo(f'server "{name}": {len(tools)} tools: {", ".join(tools) or "(none)"}')
         click.echo(render.summary(project))
     if not project.ok:
         raise CliError(exit_code=1)

@@ -24,6 +24,7 @@ from harness.errors import BuiltinError
 from harness.hotpath import tuple_maker
 from harness.runtime import nesting, prewarm
 from harness.runtime.builtins.calls import rename_calls
+from harness.runtime.cancel import CANCELLED
 from harness.runtime.context import CallContext, Outcome
 from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
 from harness.runtime.when import when_source
@@ -100,7 +101,11 @@ class _Bound:
 
 def _cancelled() -> bool:
     ctx = _ctx.get(None)
-    return ctx is not None and ctx.deadline is not None and time.monotonic() > ctx.deadline
+    if ctx is None:
+        return False
+    if CANCELLED and ctx.call_id in CANCELLED:  # runtime/cancel.py: the caller gave up
+        return True
+    return ctx.deadline is not None and time.monotonic() > ctx.deadline
 
 
 _ARITY = re.compile(r"(takes (?:from \d+ to )?|but |at (?:least|most) )(\d+)")

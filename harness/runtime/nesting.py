@@ -16,6 +16,10 @@ content adds its deepest element; each indented block adds two levels, each
 starlark-pyo3 crashes from about 1,000 nested lambdas, 1,500 nested ``def``,
 1,800 ``elif``, 2,000 nested dicts or 3,300 chained ``+``; :data:`MAX_NESTING` (200)
 keeps every form well under 2 MiB of stack (the smallest thread stack we run on).
+
+Most scripts hold fewer level-making characters than the limit: a bound computed with
+``str.count`` (:func:`_quick_bound`) skips the scan for them, so ``harness validate``
+pays for the scan only on large scripts (``bench/bench_load.py``: no measurable change).
 """
 
 from __future__ import annotations
@@ -24,78 +28,116 @@ import re
 
 MAX_NESTING = 200
 
+_KEYWORD = r"(?:not|and|or|if|else|elif|for|in|lambda)\b"
+_STRING = (r"""[rRbB]{0,2}(?:'''(?:\\.|[^\\])*?(?:'''|\Z)|\"\"\"(?:\\.|[^\\])*?(?:\"\"\"|\Z)"""
+           r"""|'(?:\\.|[^'\\\n])*'?|"(?:\\.|[^"\\\n])*"?)""")
+# One token that can make a level per match. Blanks and names that are not keywords are
+# skipped inside the match (no Python work for them); a name directly before a quote is
+# a string prefix (r"...", b'...').
 _TOKEN = re.compile(
-    r"""(?P<str>[rRbB]{0,2}(?:'''(?:\\.|[^\\])*?(?:'''|\Z)|\"\"\"(?:\\.|[^\\])*?(?:\"\"\"|\Z)"""
-    r"""|'(?:\\.|[^'\\\n])*'?|"(?:\\.|[^"\\\n])*"?))"""
-    r"""|(?P<comment>\#[^\n]*)"""
+    r"""(?:[ \t\f]+|(?!""" + _KEYWORD + r""")[A-Za-z_]\w*+(?!['"]))*+"""
+    r"""(?:(?P<kw>""" + _KEYWORD + r""")"""
     r"""|(?P<nl>\r?\n)"""
-    r"""|(?P<cont>\\\r?\n)"""
-    r"""|(?P<name>[A-Za-z_]\w*)"""
-    r"""|(?P<num>\.?\d[\w.]*)"""
     r"""|(?P<open>[(\[{])"""
     r"""|(?P<close>[)\]}])"""
     r"""|(?P<sep>[,;])"""
-    r"""|(?P<ws>[ \t\f]+)"""
     r"""|(?P<op>\*\*=?|//=?|<<=?|>>=?|->|[-+*/%&|^<>=!]=?|[~.@])"""
-    r"""|(?P<other>.)""",
+    r"""|(?P<str>""" + _STRING + r""")"""
+    r"""|(?P<comment>\#[^\n]*)"""
+    r"""|(?P<num>\.?\d[\w.]*)"""
+    r"""|(?P<cont>\\\r?\n)"""
+    r"""|(?P<other>.))""",
     re.S)
+_INDENT = re.compile(r"[ \t\f]*")
 # Keywords that make a level of the syntax tree, and what each level weighs.
-_KEYWORDS = {"not": 1, "and": 1, "or": 1, "if": 1, "else": 1, "for": 1, "in": 1,
-             "lambda": 2}
+_WEIGHTS = {"not": 1, "and": 1, "or": 1, "if": 1, "else": 1, "elif": 1, "for": 1, "in": 1,
+            "lambda": 2}
 _BLOCK = 2
+
+
+# Every character the scan can count, for a quick upper bound (see _quick_bound).
+_LEVEL_CHARS = tuple("([{-+*/%&|^<>=!~.@:$?`\\")
+_WORDS = ("not", "and", "or", "if", "else", "for", "in", "lambda", "lambda", "elif")
+_ODD = re.compile(r"[^\t\n\x20-\x7e]")
+_INDENTS = re.compile(r"\n([ \t\f]*)")
+
+
+def _quick_bound(source: str) -> int | None:
+    """An upper bound of what :func:`too_deep` can measure, from C-speed counts (None for
+    text with characters the bound does not cover: not printable ASCII)."""
+    if _ODD.search(source) is not None:
+        return None
+    deepest = max(map(len, _INDENTS.findall(source)), default=0)
+    return (sum(map(source.count, _LEVEL_CHARS)) + sum(map(source.count, _WORDS))
+            + _BLOCK * (deepest + len(source) - len(source.lstrip(" \t\f"))))
+
+
+def _indent(source: str, at: int) -> int:
+    found = _INDENT.match(source, at)
+    return found.end() if found is not None else at
 
 
 def too_deep(source: str, limit: int = MAX_NESTING) -> tuple[int, int] | None:
     """``(line, column)`` (1-based) where ``source`` nests deeper than ``limit``, or None."""
+    bound = _quick_bound(source)
+    if bound is not None and bound <= limit:
+        return None  # most scripts: too few level-making characters to go deeper
+    return _deepest_scan(source, limit)
+
+
+def _deepest_scan(source: str, limit: int) -> tuple[int, int] | None:
+    """:func:`too_deep` without the quick bound."""
     # Statement frames: [ops, sub, best] per open bracket (index 0 is the statement).
     frames: list[list[int]] = [[0, 0, 0]]
     total = 0  # sum of ops + sub over the frames: the depth of the path being read
-    widths = [0]  # indentation of the open blocks
+    widths = [_indent(source, 0)]  # indentation of the open blocks
     chains = [0]  # elif chain length per block level
     blocks = 0  # block levels weighed (blocks * _BLOCK + elif chains)
     line, line_start = 1, 0
-    start_of_line = True
     for match in _TOKEN.finditer(source):
         kind = match.lastgroup
-        if kind == "ws" or kind == "comment":
+        if kind is None or kind == "comment":
             continue
         if kind == "nl" or kind == "cont":
             line += 1
             line_start = match.end()
-            if kind == "nl" and len(frames) == 1:
-                top = frames[0]
-                total, top[0], top[1], top[2] = 0, 0, 0, 0
-                start_of_line = True
-            continue
-        text = match.group()
-        if start_of_line and len(frames) == 1:
-            start_of_line = False
-            width = match.start() - line_start
+            if kind == "cont" or len(frames) > 1:
+                continue  # the statement goes on
+            top = frames[0]
+            total, top[0], top[1], top[2] = 0, 0, 0, 0
+            # The next statement's indentation (blank and comment lines do not count).
+            first = _indent(source, line_start)
+            if first >= len(source) or source[first] in "\r\n#":
+                continue
+            width = first - line_start
             while len(widths) > 1 and widths[-1] > width:
                 widths.pop()
                 chains.pop()
             if width > widths[-1]:
                 widths.append(width)
                 chains.append(0)
-            if text == "elif":
+            if source.startswith("elif", first):
                 chains[-1] += 1
-            elif text != "else":
+            elif not source.startswith("else", first):
                 chains[-1] = 0
             blocks = (len(widths) - 1) * _BLOCK + sum(chains)
+            if blocks > limit:
+                return line, width + 1
+            continue
+        at = match.start(kind)
         if kind == "str":
+            text = match.group(kind)
             line_in = text.count("\n")
             if line_in:
                 line += line_in
-                line_start = match.start() + text.rfind("\n") + 1
+                line_start = at + text.rfind("\n") + 1
             continue
         frame = frames[-1]
         if kind == "op" or kind == "other":
             frame[0] += 1
             total += 1
-        elif kind == "name":
-            weight = _KEYWORDS.get(text, 0)
-            if not weight:
-                continue
+        elif kind == "kw":
+            weight = _WEIGHTS[match.group(kind)]
             frame[0] += weight
             total += weight
         elif kind == "open":
@@ -119,7 +161,7 @@ def too_deep(source: str, limit: int = MAX_NESTING) -> tuple[int, int] | None:
         else:
             continue
         if total + blocks > limit:
-            return line, match.start() - line_start + 1
+            return line, at - line_start + 1
     return None
 
 

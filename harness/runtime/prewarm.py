@@ -293,10 +293,20 @@ def verify(bwrap_pid: int, prefix: Sequence[str]) -> bool:
 
 
 def _filtered(root: str) -> bool:
-    """Whether the sandbox's first process runs under a seccomp filter (mode 2), as
-    a cold start's would (``root`` is ``/proc/PID/root``)."""
+    """Whether the stub runs under a seccomp filter (mode 2), as a cold start's
+    command would (``root`` is ``/proc/PID/root`` of the sandbox's first process).
+
+    With a pid namespace that first process is bubblewrap's init and the stub its
+    only child; the init applies its own filter a moment after forking the stub, so
+    the stub (which has printed its byte, so its filter is in force) is the one
+    checked."""
+    pid = root.split("/")[2]
     try:
-        with open(root[:-len("root")] + "status", encoding="ascii") as f:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            kids = f.read().split()
+        if len(kids) == 1:
+            pid = kids[0]
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
             for line in f:
                 if line.startswith("Seccomp:"):
                     return line.split()[1] == "2"

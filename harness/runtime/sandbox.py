@@ -428,7 +428,8 @@ def toolchains(workspace: str, mounts: Sequence[str]) -> tuple[str, ...]:
         if why:
             raise BuiltinError(f"exec.run refused: {why} (harness.md)")
         real = mount_path(entry)
-        if os.path.isdir(real) or os.path.isfile(real):
+        if (os.path.isdir(real) or os.path.isfile(real)) and not any(
+                _inside(real, r) for r in system_roots()):  # /usr/...: visible already
             out.append(real)
     for prefix in _venv_prefixes(workspace):
         if not any(_inside(prefix, r) for r in (*system_roots(), *out)) and os.path.isdir(

@@ -24,6 +24,7 @@ ready, ``D`` done, ``G`` cache request, ``L`` log record (all marshal).
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import marshal
 import os
@@ -45,6 +46,7 @@ from typing import IO, Any
 from harness import surface
 from harness.config import Config
 from harness.errors import BuiltinError
+from harness.runtime import cancel
 from harness.runtime.context import CallContext, Outcome
 from harness.runtime.engine import hook_call
 from harness.runtime.when import when_source
@@ -62,6 +64,7 @@ from harness.runtime.wire import (
     read_frame,
 )
 
+CANCELLED_ERROR = "cancelled by the caller"
 KILL_GRACE_S = 0.25  # after the deadline, before the worker is killed
 START_TIMEOUT_S = 30.0  # a worker that is not ready by then is reported as crashed
 STDERR_TAIL = 4096
@@ -478,10 +481,15 @@ class ProcessRuntime:
             sid = self._script_ids.setdefault(key, self._next_id())
         pool = self._pool
         for attempt in (1, 2):
+            if cancel.is_cancelled(ctx.call_id):
+                return Outcome(status="error", error=CANCELLED_ERROR)
             try:
                 w = pool.acquire()
             except _Closed:
                 return Outcome(status="crash", error="crashed (the script runtime is closed)")
+            # A cancelled call (runtime/cancel.py) kills its worker and the process
+            # groups of the commands it started.
+            stop = cancel.on_cancel(ctx.call_id, functools.partial(self._kill_cancelled, w))
             try:
                 if not w.ready and not self._handshake(w):
                     return self._dead(w, ctx, timeout_ms, start)
@@ -500,6 +508,8 @@ class ProcessRuntime:
                     w.kill()
                 self._drop(w)
                 raise
+            finally:
+                stop()
             break
         if out is None:
             return self._dead(w, ctx, timeout_ms, start)
@@ -600,6 +610,12 @@ class ProcessRuntime:
                 w.failed = f"the worker sent an unknown message (tag {tag})"
                 return None
 
+    @staticmethod
+    def _kill_cancelled(w: _Worker) -> None:
+        with w.lock:
+            w.hard = None
+            w.kill()
+
     def _dead(self, w: _Worker, ctx: CallContext, timeout_ms: int, start: float) -> Outcome:
         """Kill and replace ``w``; the Outcome says why its call ended."""
         with w.lock:
@@ -610,6 +626,8 @@ class ProcessRuntime:
         tail = w.stderr_tail()
         self._pool.discard(w)
         duration = (time.monotonic() - start) * 1000.0
+        if cancel.is_cancelled(ctx.call_id):
+            return Outcome(status="error", error=CANCELLED_ERROR, duration_ms=duration)
         if w.timed_out:
             return Outcome(status="timeout", error=f"timed out after {timeout_ms} ms",
                            duration_ms=duration)

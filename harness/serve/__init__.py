@@ -1,5 +1,5 @@
 """Serving the loaded tools to other programs: the MCP server (SPEC §11).
 
 ``harness.serve.mcp`` needs the optional ``mcp`` dependency (``pip install
-'harness[mcp]'``); it is imported only when a server is started.
+'harness-md[mcp]'``); it is imported only when a server is started.
 """

@@ -21,8 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import json
 import logging
-from collections.abc import Callable
+import re
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,19 +35,80 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from harness.artifacts.export import definition, mcp_output_is_wrapped
-from harness.core import Harness, Session
+from harness.core import Harness, Session, read_page
 from harness.core import load as load_harness
-from harness.errors import HarnessError, LoadError, UsageError
-from harness.pipeline import policy_allows
+from harness.errors import HarnessError, LoadError
+from harness.pipeline import cap_text, policy_allows, render, truncation_notice
 from harness.results import ToolResult
-from harness.serve import search
+from harness.runtime import cancel
+from harness.serve import info, search, tracing
+from harness.serve.http import identity_of
+from harness.serve.info import changes_possible
 from harness.serve.watch import Snapshot, snapshot
+from harness.state import StateBackend, open_backend
+from harness.state.cache import BackendCache
+from harness.state.spills import SpillStore
 
 log = logging.getLogger("harness.serve")
 
 READ_OUTPUT = "read_output"
+ANONYMOUS = "anonymous"
+CALL_THREADS = 64  # tool calls running at once on worker threads (the rest queue)
+
+_call_ids = itertools.count(1)
+
+
+class ServeSession(Session):
+    """A Session whose spilled outputs live in the server-wide :class:`SpillStore`.
+
+    Refs survive the request (and the session) that made them, ``--watch`` reloads
+    and, with a shared backend, the replica; each is readable only from ``scope``."""
+
+    def __init__(self, harness: Harness, store: SpillStore, scope: str,
+                 shared_cache: bool = False) -> None:
+        self._store = store
+        self.scope = scope
+        super().__init__(harness)
+        if shared_cache:  # cache values in the state backend, scoped like the refs
+            self.cache = BackendCache(store.backend, scope)  # type: ignore[assignment]
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None, *,
+             id: str | None = None) -> ToolResult:
+        if not tracing.active():
+            return super().call(name, arguments, id=id)
+        self.auditing = True  # the pipeline reports each hook run (hook.decision)
+        with tracing.call_span(name, id or "") as span:
+            result = super().call(name, arguments, id=id)
+            tracing.finish_call(span, result)
+            return result
+
+    def emit(self, event: str, /, **fields: Any) -> None:
+        super().emit(event, **fields)
+        if event == "hook.decision" and tracing.active():
+            tracing.hook_span(fields)
+
+    def spill(self, text: str) -> str | None:
+        try:
+            return self._store.put(self.scope, text)
+        except Exception as exc:  # noqa: BLE001 - a full output we cannot keep is cut
+            log.warning("could not keep the full output: %s", exc)
+            return None
+
+    def _read_output(self, args: dict[str, Any]) -> Any:
+        ref = args["ref"]
+        try:
+            data = self._store.get(self.scope, ref)
+        except Exception as exc:  # noqa: BLE001
+            return {"error": f'output ref "{ref}" cannot be read now: {exc}'}
+        if data is None:
+            return {"error": f'unknown output ref "{ref}": it expired, or it was made for '
+                             "another client (refs are readable only by the client that "
+                             "received them)"}
+        return read_page(data, ref, args, self.harness.config.limits.max_output_bytes)
 
 
 @dataclass(eq=False, slots=True)
@@ -65,64 +130,113 @@ class Generation:
 
 @dataclass(eq=False, slots=True)
 class Client:
-    """The state of one MCP connection: its session and the tools it has surfaced."""
+    """The state of one client: its session and the tools it has surfaced.
 
-    key: int
+    Handshake-era clients are one per connection. Per-request (2026-07-28) clients
+    have no connection: they are one per auth identity (``anonymous`` without auth)
+    and live as long as the server."""
+
+    key: Any
     gen: Generation
-    session: Session
+    session: ServeSession
+    modern: bool = False
     surfaced: set[str] = field(default_factory=set)
     notify: Callable[[], Any] | None = None
     closed: bool = False
+
+
+class _Server(Server[Any]):
+    """The SDK's low-level server, advertising ``tools.listChanged`` truthfully on every
+    transport (the HTTP session manager asks for options without passing any)."""
+
+    tools_changed = False
+
+    def create_initialization_options(
+            self, notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=self.tools_changed)
+        return super().create_initialization_options(options, experimental_capabilities,
+                                                     extensions)
 
 
 class HarnessMCPServer:
     """Serves one project root over MCP. Create, then ``await run_stdio()`` or ``run_http()``."""
 
     def __init__(self, root: Path, *, watch: bool = False, watch_interval: float = 0.5,
-                 name: str = "harness") -> None:
+                 name: str = "harness", backend: StateBackend | None = None,
+                 harness: Harness | None = None) -> None:
         self.root = Path(root)
         self.watch = watch
         self.watch_interval = watch_interval
         self._snapshot: Snapshot = snapshot(self.root)
-        self.gen = Generation(load_harness(self.root))  # LoadError propagates at startup
-        self.clients: dict[int, Client] = {}
-        self.server: Server[Any] = Server(
+        # LoadError propagates at startup; the stdio fast path hands its own load.
+        self.gen = Generation(harness if harness is not None else load_harness(self.root))
+        state = self.gen.harness.config.state
+        self.backend = backend if backend is not None else open_backend(
+            state.backend, state.url, namespace=state.namespace)
+        self.shared_cache = state.backend != "memory"
+        self.spills = SpillStore(self.backend, ttl_s=float(state.spill_ttl_s))
+        self.clients: dict[Any, Client] = {}
+        self._listeners: dict[str, ListenHandler] = {}
+        self._buses: dict[str, InMemorySubscriptionBus] = {}
+        self._limiter: anyio.CapacityLimiter | None = None
+        self.server = _Server(
             name,
-            version=_version(),
+            version=info.version(),
             instructions=self.gen.harness.system_prompt,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_subscriptions_listen=self._listen,
         )
+        self.server.tools_changed = self._changes_possible()
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._initialized)
         self._log_tool_search_shadowing()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._follow_upstream(self.gen)
 
-    # -- connections -------------------------------------------------------------------
+    def _changes_possible(self) -> bool:
+        """Whether the listing can ever change: a reload, or tool_search surfacing."""
+        return changes_possible(self.gen.harness, self.watch)
+
+    # -- clients -----------------------------------------------------------------------
 
     def init_options(self) -> InitializationOptions:
-        return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+        return self.server.create_initialization_options()
 
     def _client(self, ctx: Any) -> Client:
-        """The Client of the connection ``ctx`` belongs to, created on first use."""
+        """The Client a request belongs to, created on first use."""
+        identity = identity_of(ctx.request)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            scope = identity or ANONYMOUS
+            key: Any = ("modern", scope)
+            client = self.clients.get(key)
+            if client is None:
+                client = Client(key=key, gen=self.gen, modern=True,
+                                session=self._new_session(self.gen, scope))
+                self.clients[key] = client
+            return client
         # The SDK keeps the per-connection object on the request's ServerSession; it
         # has no public accessor yet. Without it, every request shares one client.
         connection = getattr(ctx.session, "_connection", None)
-        key = id(connection) if connection is not None else 0
+        key = ("conn", id(connection) if connection is not None else 0)
         client = self.clients.get(key)
         if client is not None and not client.closed:
             return client
-        client = Client(key=key, gen=self.gen, session=self._new_session(self.gen))
+        scope = identity or f"connection:{uuid.uuid4().hex}"
+        client = Client(key=key, gen=self.gen, session=self._new_session(self.gen, scope))
         self.clients[key] = client
         if connection is not None:
             client.notify = connection.send_tool_list_changed
             connection.exit_stack.push_async_callback(self._drop_client, client)
         else:
             client.notify = ctx.session.send_tool_list_changed
-        log.debug("client connected (session %s)", client.session.id)
+        log.debug("client connected")
         return client
 
-    def _new_session(self, gen: Generation) -> Session:
-        session = gen.harness.session()
+    def _new_session(self, gen: Generation, scope: str) -> ServeSession:
+        session = ServeSession(gen.harness, self.spills, scope, self.shared_cache)
         gen.sessions.append(session)
         if gen.deferred() and search.NAME not in gen.harness.all_tools:
             index = search.ToolIndex(gen.deferred().values())
@@ -137,10 +251,47 @@ class HarnessMCPServer:
         with contextlib.suppress(ValueError):
             gen.sessions.remove(client.session)
         await anyio.to_thread.run_sync(client.session.close)
-        log.debug("client disconnected (session %s)", client.session.id)
+        log.debug("client disconnected")
 
     async def _initialized(self, ctx: Any, params: Any) -> None:
+        self._loop = asyncio.get_running_loop()
         self._client(ctx)
+
+    # -- subscriptions/listen (2026-07-28) ----------------------------------------------
+
+    def _bus(self, scope: str) -> InMemorySubscriptionBus:
+        bus = self._buses.get(scope)
+        if bus is None:
+            bus = self._buses[scope] = InMemorySubscriptionBus()
+            self._listeners[scope] = ListenHandler(bus)
+        return bus
+
+    async def _listen(self, ctx: Any,
+                      params: types.SubscriptionsListenRequestParams) -> Any:
+        scope = identity_of(ctx.request) or ANONYMOUS
+        self._bus(scope)
+        return await self._listeners[scope](ctx, params)
+
+    def _follow_upstream(self, gen: Generation) -> None:
+        """Pass an upstream server's tools/list_changed on to every client (upstream/)."""
+        up = gen.harness.upstream
+        if up is None:
+            return
+
+        def changed() -> None:  # called on the upstream client's thread
+            loop = self._loop
+            if loop is not None and gen is self.gen and not loop.is_closed():
+                asyncio.run_coroutine_threadsafe(self._notify_all(), loop)
+
+        up.listeners.append(changed)
+
+    async def _notify_all(self) -> None:
+        """tools/list_changed to every handshake-era client and, once, to every bus."""
+        for client in list(self.clients.values()):
+            if not client.modern:
+                await self._notify(client)
+        for bus in list(self._buses.values()):
+            await bus.publish(ToolsListChanged())
 
     # -- tools/list --------------------------------------------------------------------
 
@@ -149,7 +300,8 @@ class HarnessMCPServer:
         names = set(h.tools)
         deferred = client.gen.deferred()
         names |= client.surfaced & set(deferred)
-        if READ_OUTPUT in client.surfaced:
+        if READ_OUTPUT in h.all_tools and policy_allows(h.config, READ_OUTPUT):
+            # Always listed: a truncated result must not change the listing.
             names.add(READ_OUTPUT)
         return sorted(names)
 
@@ -175,9 +327,38 @@ class HarnessMCPServer:
         name = params.name
         arguments = params.arguments if params.arguments is not None else {}
         gen, session = client.gen, client.session
+        # Unique across connections and eras (request ids are not): cancellation and
+        # the audit trail find the call by it.
+        call_id = f"mcp-{next(_call_ids)}"
+        finished = False
+
+        def run() -> ToolResult | None:
+            nonlocal finished
+            try:
+                if cancel.is_cancelled(call_id):
+                    return None  # cancelled before a thread picked it up: never start
+                return session.call(name, arguments, id=call_id)
+            finally:
+                finished = True
+                cancel.forget(call_id)
+
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(CALL_THREADS)
         gen.inflight += 1
         try:
-            result = await session.acall(name, arguments, id=f"mcp-{ctx.request_id}")
+            result = await anyio.to_thread.run_sync(run, abandon_on_cancel=True,
+                                                    limiter=self._limiter)
+        except anyio.get_cancelled_exc_class():
+            # notifications/cancelled, or the client went away: stop the call (the
+            # Starlark run, the command's process group, the worker) and record it.
+            cancel.cancel(call_id)
+            if finished:
+                cancel.forget(call_id)
+            with contextlib.suppress(Exception):
+                session.emit("tool.cancelled", tool=name, call_id=call_id,
+                             reason="the client cancelled the request or disconnected")
+            log.info('call of tool "%s" cancelled by the client', name)
+            raise
         except Exception as exc:  # noqa: BLE001 - the pipeline should never raise; be safe
             log.exception("tool %r raised inside the server", name)
             return _error_result(f'tool "{name}" failed inside the server: '
@@ -186,6 +367,8 @@ class HarnessMCPServer:
             gen.inflight -= 1
             if gen.retired and gen.inflight == 0:
                 await self._close_generation(gen)
+        if result is None:  # pragma: no cover - only a cancelled call has none
+            return _error_result(f'call of tool "{name}" was cancelled')
         if await self._surface(client, name, result):
             await self._notify(client)
         return self._to_mcp(gen, session, name, result)
@@ -193,8 +376,6 @@ class HarnessMCPServer:
     async def _surface(self, client: Client, name: str, result: ToolResult) -> bool:
         """Record tools this result makes visible; True when the listing changed."""
         before = len(client.surfaced)
-        if result.output_ref is not None:
-            client.surfaced.add(READ_OUTPUT)
         if (name == search.NAME and not result.is_error and isinstance(result.value, dict)
                 and search.NAME not in client.gen.harness.all_tools):
             deferred = client.gen.deferred()
@@ -203,7 +384,7 @@ class HarnessMCPServer:
                     client.surfaced.add(hit["name"])
         return len(client.surfaced) != before
 
-    def _to_mcp(self, gen: Generation, session: Session, name: str,
+    def _to_mcp(self, gen: Generation, session: ServeSession, name: str,
                 result: ToolResult) -> types.CallToolResult:
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.text)]
         if result.is_error:
@@ -212,22 +393,46 @@ class HarnessMCPServer:
         if spec is None:
             extra = session.extra_tool(name)
             spec = extra[0] if extra is not None else None
+        typed = spec is not None and spec.returns is not None
         structured: dict[str, Any] | None = None
-        if spec is not None and spec.returns is not None and mcp_output_is_wrapped(spec.returns):
+        if typed and spec is not None and mcp_output_is_wrapped(spec.returns):
             structured = {"result": result.value}
-        elif isinstance(result.value, dict):
-            # A tool without an outputSchema whose text was cut: the capped text is
-            # what the model gets (SPEC §8.6); an outputSchema requires the object.
-            if not (result.truncated and (spec is None or spec.returns is None)):
-                structured = dict(result.value)
+        elif isinstance(result.value, dict) and not result.truncated:
+            structured = dict(result.value)
+        max_bytes = gen.harness.config.limits.max_output_bytes
+        if structured is not None and (result.truncated or _json_size(structured) > max_bytes):
+            structured = None
+        if typed and structured is None:
+            # The outputSchema requires structuredContent, which may not carry more than
+            # max_output_bytes: an error result instead (clients do not validate those)
+            # whose text is the capped output and names the ref of the full value.
+            return types.CallToolResult(content=[types.TextContent(
+                type="text", text=self._capped_text(session, result, max_bytes))],
+                is_error=True)
         return types.CallToolResult(content=content, structured_content=structured,
                                     is_error=False)
 
+    @staticmethod
+    def _capped_text(session: ServeSession, result: ToolResult, max_bytes: int) -> str:
+        if result.truncated:
+            return result.text
+        text = render(result.value)  # fits as text; only the structured form is over
+        ref = session.spill(text)
+        notice = truncation_notice(max_bytes, ref, 0)
+        room = max(0, max_bytes - len(notice.encode("utf-8")) - 16)
+        head, _ = cap_text(text, room)
+        return head + truncation_notice(max_bytes, ref, len(head.encode("utf-8")))
+
     async def _notify(self, client: Client) -> None:
-        if client.notify is None or client.closed:
+        if client.closed:
             return
         try:
-            await client.notify()
+            if client.modern:
+                scope = client.session.scope
+                if scope in self._buses:
+                    await self._buses[scope].publish(ToolsListChanged())
+            elif client.notify is not None:
+                await client.notify()
         except Exception:  # noqa: BLE001 - a notification is best-effort
             log.debug("could not send tools/list_changed", exc_info=True)
 
@@ -257,18 +462,18 @@ class HarnessMCPServer:
             return False
         old, new = self.gen, Generation(harness)
         self.gen = new
+        self._follow_upstream(new)
         self.server.instructions = harness.system_prompt
         for client in list(self.clients.values()):
             client.gen = new
-            client.session = self._new_session(new)
-            client.surfaced &= set(new.deferred()) | {READ_OUTPUT}
+            client.session = self._new_session(new, client.session.scope)
+            client.surfaced &= set(new.deferred())
         old.retired = True
         if old.inflight == 0:
             await self._close_generation(old)
         log.info("reloaded %s: %d tools", self.root, len(harness.tools))
         self._log_tool_search_shadowing()
-        for client in list(self.clients.values()):
-            await self._notify(client)
+        await self._notify_all()
         return True
 
     async def _close_generation(self, gen: Generation) -> None:
@@ -287,7 +492,9 @@ class HarnessMCPServer:
 
     # -- transports ----------------------------------------------------------------------
 
-    async def run_stdio(self) -> None:
+    async def run_stdio(self, replay: tuple[bytes, dict[str, Any] | None] | None = None) -> None:
+        """Serve stdin/stdout. ``replay``: the first line, already read by the fast
+        start (fast_start.py), and the answer already sent for it, if any."""
         from mcp.server.stdio import stdio_server
 
         async with anyio.create_task_group() as tg:
@@ -296,31 +503,101 @@ class HarnessMCPServer:
             async with stdio_server() as (read_stream, write_stream):
                 log.info("serving %d tools from %s over stdio", len(self.gen.harness.tools),
                          self.root)
-                await self.server.run(read_stream, write_stream, self.init_options())
+                if replay is None:
+                    await self.server.run(read_stream, write_stream, self.init_options())
+                else:
+                    await self._run_replayed(read_stream, write_stream, *replay)
+            tg.cancel_scope.cancel()
+            for listener in self._listeners.values():
+                listener.close()
+
+    async def _run_replayed(self, read_stream: Any, write_stream: Any, first: bytes,
+                            answered: dict[str, Any] | None) -> None:
+        """Run the SDK on stdio with ``first`` put back in front of what it reads; its
+        own answer to ``answered`` (sent already) is dropped and compared with ours."""
+        from mcp.shared.message import SessionMessage
+
+        in_send, in_recv = anyio.create_memory_object_stream[Any](0)
+        out_send, out_recv = anyio.create_memory_object_stream[Any](0)
+
+        async def pump_in() -> None:
+            async with in_send:
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(first, by_name=False)
+                    await in_send.send(SessionMessage(message))
+                except Exception as exc:  # noqa: BLE001 - the SDK answers a bad line
+                    await in_send.send(exc)
+                async for item in read_stream:
+                    await in_send.send(item)
+
+        async def pump_out() -> None:
+            drop = answered["id"] if answered is not None else None
+            async with out_recv:
+                async for item in out_recv:
+                    message = item.message
+                    if drop is not None and getattr(message, "id", None) == drop and (
+                            hasattr(message, "result") or hasattr(message, "error")):
+                        drop = None
+                        mine = json.loads(json.dumps(answered))
+                        theirs = json.loads(message.model_dump_json(by_alias=True,
+                                                                    exclude_unset=True))
+                        if mine != theirs:
+                            log.warning("the fast initialize answer differed from the SDK's: "
+                                        "sent %s, the SDK says %s", mine, theirs)
+                        continue
+                    await write_stream.send(item)
+            await write_stream.aclose()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump_in)
+            tg.start_soon(pump_out)
+            await self.server.run(in_recv, out_send, self.init_options())
             tg.cancel_scope.cancel()
 
-    async def run_http(self, host: str = "127.0.0.1", port: int = 8000) -> None:
+    async def run_http(self, sock: Any, *, host: str, port: int,
+                       tokens: Sequence[str] = (), allowed_hosts: Sequence[str] = (),
+                       allowed_origins: Sequence[str] = (),
+                       header_timeout: float = 10.0, max_connections: int = 512) -> None:
         import uvicorn
+        from mcp.server.transport_security import TransportSecuritySettings
 
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            log.warning("listening on %s: every tool is reachable by anyone who can connect, "
-                        "without authentication", host)
-        app = self.server.streamable_http_app(host=host)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                lifespan="on", access_log=False)
+        from harness.serve.http import BearerAuth, guarded_protocol, host_policy
+
+        policy = host_policy(host, port, allowed_hosts, allowed_origins)
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=list(policy.allowed_hosts),
+            allowed_origins=list(policy.allowed_origins))
+        app: Any = self.server.streamable_http_app(host=host, transport_security=security)
+        if tokens:
+            app = BearerAuth(app, tokens)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
+                                http=guarded_protocol(header_timeout, max_connections),
+                                timeout_keep_alive=5, timeout_graceful_shutdown=2)
         server = uvicorn.Server(config)
         async with anyio.create_task_group() as tg:
             if self.watch:
                 tg.start_soon(self.watch_loop)
-            log.info("serving %d tools from %s on http://%s:%d/mcp",
-                     len(self.gen.harness.tools), self.root, _url_host(host), port)
-            await server.serve()
+            # Always said (even with --log-level warning): with --port 0 it is the only
+            # way to learn the port.
+            log.log(max(logging.INFO, log.getEffectiveLevel()),
+                    "serving %d tools from %s on http://%s:%d/mcp%s",
+                    len(self.gen.harness.tools), self.root, _url_host(host), port,
+                    " (bearer tokens required)" if tokens else "")
+            await server.serve(sockets=[sock])
             tg.cancel_scope.cancel()
 
     def close(self) -> None:
+        for listener in self._listeners.values():
+            listener.close()
         for client in list(self.clients.values()):
             client.session.close()
         self.gen.harness.close()
+        self.backend.close()
+
+
+def _json_size(value: Mapping[str, Any]) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                          default=str).encode("utf-8"))
 
 
 def _error_result(text: str) -> types.CallToolResult:
@@ -332,25 +609,17 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+def quiet_sdk_logs() -> None:
+    """The SDK and uvicorn log session ids at INFO: keep them at WARNING or above, and
+    never let a session id through (SPEC: session ids are credentials)."""
+    for name in ("mcp", "uvicorn", "uvicorn.error", "httpx"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger("mcp").addFilter(_no_session_ids)
 
-    try:
-        return version("harness")
-    except PackageNotFoundError:  # pragma: no cover - running from a checkout
-        return "0"
+
+_SESSION_ID = re.compile(r"session id|[0-9a-f]{16,}", re.IGNORECASE)
 
 
-def serve(root: Path, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
-          watch: bool = False, watch_interval: float = 0.5) -> None:
-    """Run the server until the client disconnects (stdio) or it is interrupted (http)."""
-    if transport not in ("stdio", "http"):
-        raise UsageError(f'unknown transport "{transport}"; use stdio or http')
-    server = HarnessMCPServer(root, watch=watch, watch_interval=watch_interval)
-    try:
-        if transport == "stdio":
-            asyncio.run(server.run_stdio())
-        else:
-            asyncio.run(server.run_http(host, port))
-    finally:
-        server.close()
+def _no_session_ids(record: logging.LogRecord) -> bool:
+    """Drop SDK records that carry a session id (a bearer credential for the session)."""
+    return _SESSION_ID.search(record.getMessage()) is None

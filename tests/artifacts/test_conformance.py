@@ -111,7 +111,7 @@ CASES: dict[str, list[tuple[str, int, str, str, str]]] = {
             "parameter-type-invalid",
             "error",
             'parameter "n" type must be one of string, number, integer, boolean, '
-            "object, array; got 'integr' (did you mean \"integer\"?)",
+            'object, array; got "integr" (did you mean "integer"?)',
         )
     ],
     "param_type_missing": [(T, 3, "parameter-type-missing", "error", 'parameter "n" has no type')],
@@ -157,7 +157,7 @@ CASES: dict[str, list[tuple[str, int, str, str, str]]] = {
             2,
             "event-unknown",
             "error",
-            'hook "h" event \'tool.prex\' is unknown (did you mean "tool.pre"?)',
+            'hook "h" event "tool.prex" is unknown (did you mean "tool.pre"?)',
         )
     ],
     "hook_no_script": [(H, 1, "hook-script-missing", "error", 'hook "h" has no script')],

@@ -88,7 +88,7 @@ def test_modify_of_args_to_an_invalid_value_fails_closed(origin: Make) -> None:
     r = h.call("run_command", {"command": "make"})
     assert r.blocked_by == "breaker"
     assert "modified arguments are invalid" in (r.error or "")
-    assert "$.command: 7 is not of type 'string'" in (r.error or "")
+    assert "$.command: 7 is not of type \"string\"" in (r.error or "")
 
 
 def test_modify_of_args_and_arguments_to_different_values_fails(origin: Make) -> None:

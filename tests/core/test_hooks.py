@@ -72,7 +72,7 @@ def test_modified_arguments_are_validated_again(make_harness: MakeHarness) -> No
     r = h.call("echo", {"path": "x"})
     assert r.is_error and r.blocked_by == "breaker"
     assert r.error == ('hook "breaker" failed: modified arguments are invalid for tool "echo": '
-                       "$.path: 42 is not of type 'string'")
+                       '$.path: 42 is not of type "string"')
 
 
 def test_pre_hooks_may_not_change_the_name(make_harness: MakeHarness) -> None:
@@ -211,3 +211,14 @@ def test_custom_events_can_be_fired(make_harness: MakeHarness) -> None:
     with h.session() as s:
         out = s.fire("custom.deploy", {"env": "prod"})
         assert out.blocked_by == "deploy_gate" and out.reason == "frozen"
+
+
+def test_fire_returns_an_outcome_when_no_hook_handles_the_event(
+        make_harness: MakeHarness) -> None:
+    # issue 14, item 4: never None, so callers can read blocked_by unconditionally.
+    h = make_harness(hooks={"deploy_gate": hook("custom.deploy", 'return block("frozen")')})
+    with h.session("s9") as s:
+        out = s.fire("custom.other", {"env": "prod"})
+        assert out is not None
+        assert out.blocked_by is None and out.reason == "" and not out.failed
+        assert out.payload == {"env": "prod", "session": "s9"}

@@ -31,7 +31,7 @@ def test_make_context_sets_every_field_like_the_constructor() -> None:
 
 
 def test_results_and_calls() -> None:
-    values = ("c1", "t", True, {"v": 1}, "text", "err", 1.5, True, "h", "ref")
+    values = ("c1", "t", True, {"v": 1}, "text", "err", 1.5, True, "h", "ref", ("n",))
     names = [f.name for f in dataclasses.fields(ToolResult)]
     assert make_result(*values) == ToolResult(**dict(zip(names, values, strict=True)))
     assert make_call("t", {"a": 1}, "c1") == ToolCall(name="t", arguments={"a": 1}, id="c1")
@@ -50,6 +50,7 @@ def test_slot_maker_derives_fields_from_the_class() -> None:
     assert make(1, 2.0) == _Sample(a=1, d=2.0)
     assert make(1, 2.0).c is not make(1, 2.0).c
     assert slot_maker(_Sample)(1, "x", [2], 3.0) == _Sample(a=1, b="x", c=[2], d=3.0)
+    assert slot_maker(_Sample)(1, "x", [2]) == _Sample(a=1, b="x", c=[2])  # trailing default
     with pytest.raises(TypeError, match="has no default"):
         slot_maker(_Sample, "b")
     with pytest.raises(TypeError, match="unknown"):

@@ -24,8 +24,9 @@ def test_validation_lists_every_problem_with_json_paths(make_harness: MakeHarnes
     h = make_harness(tools={"echo": ECHO})
     r = h.call("echo", {"n": "3"})
     assert r.is_error
-    assert r.error == ('invalid arguments for tool "echo": $.n: \'3\' is not of type \'integer\'; '
-                       "$.path: 'path' is a required property")
+    # JSON wording (issue 14): "3" and null, not Python's '3' and None.
+    assert r.error == ('invalid arguments for tool "echo": $.n: "3" is not of type "integer"; '
+                       '$.path: "path" is a required property')
 
 
 def test_strings_are_never_coerced_and_extra_keys_pass(make_harness: MakeHarness) -> None:
@@ -143,7 +144,7 @@ def test_returns_schema_is_enforced(make_harness: MakeHarness) -> None:
     """})
     r = h.call("typed", {})
     assert r.is_error
-    assert "does not match its returns schema: $.n: 'one' is not of type 'integer'" in r.error  # type: ignore[operator]
+    assert 'does not match its returns schema: $.n: "one" is not of type "integer"' in r.error  # type: ignore[operator]
 
 
 def test_scriptless_tool_needs_a_handler(make_harness: MakeHarness) -> None:

@@ -90,7 +90,7 @@ def test_git_read_only_subcommands(repo: Path) -> None:
 @pytest.mark.parametrize("sub", ["push", "commit", "checkout", "reset", "config", "clean"])
 def test_git_refuses_other_subcommands(repo: Path, sub: str) -> None:
     text = err(repo, "git", {"subcommand": sub})
-    assert f"'{sub}' is not one of ['status', 'diff', 'log', 'show', 'blame']" in text
+    assert f'"{sub}" is not one of ["status", "diff", "log", "show", "blame"]' in text
 
 
 @pytest.mark.parametrize("args", [

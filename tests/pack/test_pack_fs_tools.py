@@ -34,7 +34,7 @@ def test_read_file_refusals(ws: Path) -> None:
         ws, "read_file", {"path": "f.txt", "start_line": 2, "end_line": 1})
     assert '"src" is a directory' in err(ws, "read_file", {"path": "src"})
     assert "$.offset" in err(ws, "read_file", {"path": "f.txt", "offset": 0})
-    assert "'path' is a required property" in err(ws, "read_file", {})
+    assert '"path" is a required property' in err(ws, "read_file", {})
     assert "outside the workspace" in err(ws, "read_file", {"path": "../outside.txt"})
     assert "outside the workspace" in err(ws, "read_file", {"path": "/etc/passwd"})
     assert "protected" in err(ws, "read_file", {"path": ".harness/tools/git.md"})
@@ -81,7 +81,7 @@ def test_write_file_refusals(ws: Path) -> None:
     assert not (ws.parent / "x.txt").exists()
     assert "sensitive" in err(ws, "write_file", {"path": "keys/id_rsa", "content": "x"})
     assert '"src" is a directory' in err(ws, "write_file", {"path": "src", "content": "x"})
-    assert "'content' is a required property" in err(ws, "write_file", {"path": "y.txt"})
+    assert '"content" is a required property' in err(ws, "write_file", {"path": "y.txt"})
 
 
 # -- edit_file ---------------------------------------------------------------------------
@@ -203,3 +203,16 @@ def test_search_and_list_honour_gitignore(ws: Path) -> None:
     assert [m["path"] for m in inside["matches"]] == ["build/out.py"]
     assert "$.include_ignored" in call(ws, "search_files", {
         "pattern": "x", "include_ignored": "yes"})["text"]
+
+
+def test_read_file_caps_bytes_not_characters(ws: Path) -> None:
+    """Multi-byte text: the content stays within 50 000 UTF-8 bytes (issue 16)."""
+    (ws / "wide.txt").write_text(("é€😀" * 300 + "\n") * 100)  # 2700 bytes per line
+    res = ok(ws, "read_file", {"path": "wide.txt"})
+    assert res["truncated"] is True
+    assert 47000 < len(res["content"].encode()) <= 50000
+    assert res["next_offset"] == res["end_line"] + 1
+    (ws / "one.txt").write_text("😀" * 20000 + "\n")  # one 80 000-byte line
+    line = ok(ws, "read_file", {"path": "one.txt"})
+    assert line["truncated"] is True and line["content"].endswith(" [line truncated]")
+    assert 40000 < len(line["content"].encode()) <= 50000

@@ -198,3 +198,63 @@ def test_a_project_built_as_getting_started_says_runs_its_tests(
         h.close()
     assert not r.is_error, r.error
     assert "1 passed" in r.text, r.text
+
+
+def test_an_env_shebang_whose_program_is_invisible(ws: Path, tmp_path: Path) -> None:
+    # node_modules/.bin/x: "#!/usr/bin/env node" with node in ~/.nvm or /opt.
+    nodedir = tmp_path / "nvm" / "versions" / "v20" / "bin"
+    nodedir.mkdir(parents=True)
+    (nodedir / "mynode").write_text("#!/bin/sh\necho node ran \"$@\"\n")
+    (nodedir / "mynode").chmod(0o755)
+    (ws / "node_modules" / ".bin").mkdir(parents=True)
+    (ws / "node_modules" / "pkg").mkdir()
+    (ws / "node_modules" / "pkg" / "cli.js").write_text("#!/usr/bin/env mynode\n")
+    (ws / "node_modules" / "pkg" / "cli.js").chmod(0o755)
+    (ws / "node_modules" / ".bin" / "cli").symlink_to("../pkg/cli.js")
+    env = {"PATH": f"{nodedir}:/usr/bin:/bin"}
+    r = run(make_ctx(ws), "node_modules/.bin/cli", env=env)
+    assert r["exit_code"] == 127 and "script whose interpreter is" in r["stderr"], r
+    assert f'add "{tmp_path / "nvm" / "versions" / "v20"}" to exec.mounts' in r["stderr"]
+    r = run(make_ctx(ws, mounts=(str(tmp_path / "nvm" / "versions" / "v20"),)),
+            "node_modules/.bin/cli", env=env)
+    assert r["ok"] and r["stdout"].startswith("node ran "), r
+
+
+def test_validate_reports_a_refused_mount_at_its_line(tmp_path: Path, start_mode: str) -> None:
+    import harness
+    import harness.errors
+
+    (tmp_path / "harness.md").write_text(
+        '---\nexec:\n  sandbox: required\n  mounts:\n    - "~"\n    - /opt/toolchains\n---\nhi\n')
+    problems = harness.check(tmp_path)
+    assert [(p.path, p.line, p.severity) for p in problems] == [("harness.md", 4, "error")]
+    assert 'exec.mounts entry "~" is the home directory' in problems[0].message
+    with pytest.raises(harness.errors.LoadError, match='exec.mounts entry "~"'):
+        harness.load(tmp_path)  # a harness with a refused mount does not start
+
+
+def test_a_venv_whose_toolchain_directory_is_a_symbolic_link(ws: Path, tmp_path: Path) -> None:
+    # /opt/py -> /data/py style: the venv names the link, the files live at the target.
+    real = tmp_path / "data" / "tc"
+    make_venv(ws, real)
+    (tmp_path / "opt").mkdir()
+    (tmp_path / "opt" / "tc").symlink_to(real)
+    (ws / ".venv" / "bin" / "python").unlink()
+    (ws / ".venv" / "bin" / "python").symlink_to(tmp_path / "opt" / "tc" / "bin" / "python3")
+    cfg = ws / ".venv" / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace(str(real), str(tmp_path / "opt" / "tc")))
+    (ws / "test_a.py").write_text("def test_a():\n    pass\n")
+    r = run(make_ctx(ws), ".venv/bin/python", ["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+    assert r["ok"] and "1 passed" in r["stdout"], r["stdout"] + r["stderr"]
+
+
+def test_the_message_reveals_no_host_file_that_is_not_a_program(ws: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "private" / "notes.txt"  # exists on the host, not executable
+    secret.parent.mkdir()
+    secret.write_text("x\n")
+    (ws / "probe.sh").write_text(f"#!{secret}\n")
+    (ws / "probe.sh").chmod(0o755)
+    r = run(make_ctx(ws), "./probe.sh")
+    assert not r["ok"] and "not visible" not in r["stderr"] and "exec.mounts" not in r["stderr"]
+    r = run(make_ctx(ws), str(secret))
+    assert "not found in the sandbox" in r["stderr"] and "not visible" not in r["stderr"]

@@ -25,7 +25,10 @@ from harness.runtime.context import CallContext
 from harness.runtime.engine import InProcessRuntime
 from harness.runtime.workers import ProcessRuntime
 
-SPIN = "def run(args):\n    n = 0\n    for i in range(1000000000):\n        n += i\n    return n\n"
+# Spins without allocating: a running sum would pass 2**31 and allocate a big integer on
+# the Starlark heap each step, which a loaded machine can drive into the memory cap
+# before the deadline is noticed (the worker then rightly reports memory, not timeout).
+SPIN = "def run(args):\n    n = 0\n    for i in range(1000000000):\n        n = (n + i) % 1000\n    return n\n"
 ECHO = "def run(args):\n    return args\n"
 
 

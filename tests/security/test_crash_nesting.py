@@ -66,8 +66,8 @@ def test_validate_reports_deep_nesting_in_every_kind_of_script(tmp_path: Path) -
     _expect_problem(out, "harness.md", 8)
     _expect_problem(out, ".harness/tools/plus.md", 4)
     _expect_problem(out, ".harness/tools/calls.md", 4)
-    # elif number i is on line 7 + 2i; the chain passes the limit at the 197th.
-    _expect_problem(out, ".harness/tools/elifs.md", 7 + 2 * 196)
+    # elif number i is on line 7 + 2i; the chain passes the limit at the 196th.
+    _expect_problem(out, ".harness/tools/elifs.md", 7 + 2 * 195)
     _expect_problem(out, ".harness/hooks/unary.md", 5)
     _expect_problem(out, ".harness/hooks/when.md", 4)
 
@@ -233,3 +233,20 @@ def test_nesting_never_kills_validate(tmp_path_factory: pytest.TempPathFactory, 
         assert done.returncode == 1 and (TOO_DEEP in done.stdout
                                          or "[frontmatter-too-large]" in done.stdout), (
             form, place, done.stdout[-800:])
+
+
+_PIECES = ["(", ")", "[", "]", "{", "}", ",", ";", ":", "-", "+", "**", ".", "x", "1.5",
+           "not ", " and ", " if ", " else ", "lambda: ", "\n", "\n  ", "\n    ",
+           "\nelif x:\n", "'s'", '"""a\nb"""', "#c\n", "\\\n", "$", " in ", " for "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_PIECES), max_size=120), limit=st.integers(5, 60))
+def test_the_quick_bound_never_hides_a_deep_script(pieces: list[str], limit: int) -> None:
+    """The C-speed upper bound that skips the scan for most scripts is a real bound."""
+    from harness.runtime import nesting
+
+    source = "".join(pieces)
+    bound = nesting._quick_bound(source)
+    if bound is not None and bound <= limit:
+        assert nesting._deepest_scan(source, limit) is None

@@ -215,20 +215,22 @@ def stderr_log(root: Path) -> Path:
 
 
 @asynccontextmanager
-async def http_server(root: Path, *extra: str) -> AsyncIterator[str]:
-    """Start ``harness serve --transport http`` on a free loopback port; yield its URL."""
+async def http_server(root: Path, *extra: str, host: str = "127.0.0.1",
+                      env: dict[str, str] | None = None) -> AsyncIterator[str]:
+    """Start ``harness serve --transport http`` on a free port; yield its loopback URL."""
     import subprocess
 
     port = free_port()
     log = stderr_log(root)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    start = len(log.read_text()) if log.exists() else 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})}
     with open(log, "a") as errlog:
         proc = subprocess.Popen(serve_argv(root, "--transport", "http", "--port", str(port),
-                                           *extra),
+                                           "--host", host, *extra),
                                 cwd=root, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=errlog)
     try:
-        await wait_for_log(log, f"http://127.0.0.1:{port}/mcp")
+        await wait_for_log(log, f":{port}/mcp", start)
         with anyio.fail_after(30):
             while True:
                 try:
@@ -260,3 +262,81 @@ async def http_session(url: str, notes: Notifications | None = None) -> AsyncIte
         async with ClientSession(read, write, message_handler=notes) as session:
             await session.initialize()
             yield session
+
+
+MODERN = "2026-07-28"
+ERAS = ("legacy", MODERN)
+
+SLEEPER = """\
+---
+parameters:
+  marker: {type: string, required: true}
+timeout_ms: 60000
+script: |
+  def run(args):
+      return exec.run("sleep", [args["marker"]], timeout_ms = 60000)
+---
+Sleeps for as many seconds as the marker says.
+"""
+
+
+def add_sleeper(root: Path) -> None:
+    """A tool running `sleep MARKER` without a sandbox, and an audit trail."""
+    (root / ".harness" / "tools" / "sleeper.md").write_text(SLEEPER)
+    md = (root / "harness.md").read_text().replace(
+        "limits: {max_output_bytes: 2048}\n",
+        "limits: {max_output_bytes: 2048}\nexec: {sandbox: \"off\"}\n"
+        "audit: {path: .harness/state/audit.jsonl}\n")
+    (root / "harness.md").write_text(md)
+
+
+@asynccontextmanager
+async def era_client(target: Any, mode: str, notes: Notifications | None = None,
+                     headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
+    """The SDK's stock ``mcp.Client`` in the given protocol era.
+
+    ``target`` is a project root (stdio: the client starts ``harness serve``) or the URL
+    of a running HTTP server."""
+    from mcp import Client, StdioServerParameters
+
+    if isinstance(target, Path):
+        argv = serve_argv(target)
+        server: Any = StdioServerParameters(
+            command=argv[0], args=argv[1:], cwd=str(target),
+            env={"PYTHONPATH": os.pathsep.join(sys.path)})
+    elif headers:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        server = streamable_http_client(target, http_client=httpx2.AsyncClient(
+            headers=headers, timeout=httpx2.Timeout(30, read=300)))
+    else:
+        server = target
+    # The modern era as the newest clients reach it: "auto" probes server/discover
+    # and adopts 2026-07-28 (a pinned version would skip the server's capabilities).
+    async with Client(server, mode="auto" if mode == MODERN else mode,
+                      message_handler=notes) as client:
+        assert (client.protocol_version == MODERN) == (mode == MODERN)
+        yield client
+
+
+def spilled_ref(text: str) -> tuple[str, int]:
+    ref = text.split('call read_output(ref="')[1].split('"')[0]
+    offset = int(text.split(f'read_output(ref="{ref}", offset=')[1].split(")")[0])
+    return ref, offset
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids whose command line contains ``marker`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if marker in cmd and "pytest" not in cmd:
+            found.append(int(entry))
+    return found

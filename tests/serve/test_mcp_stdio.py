@@ -70,8 +70,8 @@ def test_calls_good_bad_blocked_timeout_unknown(project: Path) -> None:
             assert bad.is_error is True
             text = tool_text(bad)
             assert text.startswith('invalid arguments for tool "echo"')
-            assert "'text' is a required property" in text
-            assert "$.times" in text and "'2' is not of type 'integer'" in text
+            assert '"text" is a required property' in text
+            assert "$.times" in text and '"2" is not of type "integer"' in text
             assert bad.structured_content is None
 
             blocked = await s.call_tool("danger", {"target": "everything"})
@@ -115,7 +115,7 @@ def test_tool_search_surfaces_deferred_tools_for_the_session(project: Path) -> N
 
             empty = await s.call_tool("tool_search", {})
             assert empty.is_error is True
-            assert "'query' is a required property" in tool_text(empty)
+            assert '"query" is a required property' in tool_text(empty)
 
         # A new connection starts with the deferred tools hidden again.
         async with stdio_session(project) as s2:
@@ -153,9 +153,62 @@ def test_truncated_output_is_capped_and_pageable(project: Path) -> None:
             page = await s.call_tool("read_output", {"ref": ref, "offset": offset, "limit": 100})
             assert page.is_error is False
             assert f"[read_output {ref}: bytes {offset}-{offset + 100} of " in tool_text(page)
-            # With an outputSchema, MCP requires the structured object.
+            # With an outputSchema, structuredContent would carry the whole value past
+            # the cap: an error result instead, whose text names the ref of the full value.
             typed = await s.call_tool("big_typed", {})
-            assert typed.structured_content == {"data": "y" * 5000}
+            assert typed.is_error is True and typed.structured_content is None
             assert "[output truncated at 2048 bytes]" in tool_text(typed)
+            assert len(tool_text(typed).encode()) <= 2048
 
     run(go)
+
+
+def test_fast_initialize_answer_equals_the_sdks(project: Path) -> None:
+    """stdio answers initialize before importing the SDK (fast_start.py); the SDK's own
+    answer to the replayed request is compared with it, for every protocol version."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from serve_helpers import serve_argv, stderr_log
+
+    for requested in ("2024-11-05", "2025-06-18", "2025-11-25", "1999-01-01"):
+        init = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+            "protocolVersion": requested, "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}
+        lines = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                 {"jsonrpc": "2.0", "id": 8, "method": "tools/list"}]
+        with open(stderr_log(project), "a") as err:
+            done = subprocess.run(
+                serve_argv(project), cwd=project, stderr=err, timeout=60,
+                input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+                stdout=subprocess.PIPE, env={**os.environ,
+                                             "PYTHONPATH": os.pathsep.join(sys.path)})
+        answers = [json.loads(x) for x in done.stdout.splitlines()]
+        assert [a["id"] for a in answers] == [7, 8], answers  # one answer per request
+        result = answers[0]["result"]
+        assert result["protocolVersion"] == (requested if requested != "1999-01-01"
+                                             else "2025-11-25")
+        assert result["capabilities"] == {"tools": {"listChanged": True}}
+        assert "read_output" in {t["name"] for t in answers[1]["result"]["tools"]}
+    log = stderr_log(project).read_text()
+    assert "differed" not in log and "Traceback" not in log
+
+
+def test_first_line_not_json_gets_the_sdks_error(project: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from serve_helpers import serve_argv
+
+    done = subprocess.run(
+        serve_argv(project), cwd=project, timeout=60, capture_output=True,
+        input=b'not json\n{"jsonrpc":"2.0","id":1,"method":"initialize","params":{'
+              b'"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":'
+              b'{"name":"t","version":"1"}}}\n',
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    answers = [json.loads(x) for x in done.stdout.splitlines()]
+    assert answers[-1]["id"] == 1 and "result" in answers[-1]

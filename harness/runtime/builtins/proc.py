@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.config import Config
 from harness.errors import BuiltinError, JailError
-from harness.runtime import prewarm, sandbox, seccomp
+from harness.runtime import cancel, prewarm, sandbox, seccomp
 from harness.runtime.context import CallContext
 from harness.runtime.jail import DIR_FLAGS, PROBE_FLAGS, Jail, get_jail
 
@@ -312,8 +312,8 @@ def _check_allowed(allowed: Sequence[str], cmd: str, name: str, program: str, wo
             "to allow it")
 
 
-def _interpreter(program: str) -> str | None:
-    """The absolute ``#!`` interpreter of a script outside /usr, or None."""
+def _interpreter(program: str) -> list[str] | None:
+    """The ``#!`` line of a script outside /usr (interpreter and its argument), or None."""
     if any(sandbox._inside(os.path.realpath(program), r) for r in sandbox.system_roots()):
         return None
     try:
@@ -324,7 +324,7 @@ def _interpreter(program: str) -> str | None:
     if not head.startswith(b"#!"):
         return None
     words = head[2:].split(b"\n", 1)[0].split()
-    return os.fsdecode(words[0]) if words and words[0].startswith(b"/") else None
+    return [os.fsdecode(w) for w in words[:2]] if words and words[0].startswith(b"/") else None
 
 
 def _invisible(cmd: str, host: str, shown: Sequence[str], script: bool = False) -> str:
@@ -393,10 +393,21 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
         return {"ok": False, "exit_code": 127, "stdout": "", "duration_ms": 0,
                 "stderr": msg[:limit], "timed_out": False, "truncated": False}
     if p.sandboxed:
-        interp = _interpreter(program)
-        if interp is not None and os.path.exists(interp) and not accept(interp):
+        shebang = _interpreter(program)
+        interp = shebang[0] if shebang else None
+        if shebang and len(shebang) == 2 and os.path.basename(shebang[0]) == "env" \
+                and "/" not in shebang[1] and not shebang[1].startswith("-"):
+            # "#!/usr/bin/env node": node on the child's PATH, as the sandbox sees it.
+            name = shebang[1]
+            if _which(name, cwd, p.env.get("PATH"), workspace, accept, True) is None:
+                interp = _which(name, cwd, p.env.get("PATH"), workspace, lambda _: True, False)
+        # Only an executable file is named (as the program lookup does): the message
+        # must not tell a script whether any other host path exists.
+        if interp is not None and os.path.isfile(interp) and os.access(interp, os.X_OK) \
+                and not accept(interp):
             return {"ok": False, "exit_code": 127, "stdout": "", "duration_ms": 0,
-                    "stderr": _invisible(cmd, interp, (workspace, *p.mounts), script=True)[:limit],
+                    "stderr": _invisible(cmd, interp, (workspace, *p.mounts),
+                                         script=True)[:limit],
                     "timed_out": False, "truncated": False}
     if allowed and listed_path is None:
         _check_allowed(allowed, cmd, name, program, workspace, lookup, accept, p.sandboxed)
@@ -459,7 +470,13 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
             else:
                 nudge = (start + PREPARE_AFTER_S,
                          lambda: prewarm.prepare(key, workspace, gen))
-        timed_out = _communicate(proc, data, start + budget / 1000.0, out, err, nudge)
+        # A cancelled call (runtime/cancel.py) kills the group right away.
+        pid = proc.pid
+        stop = cancel.on_cancel(ctx.call_id, lambda: _kill_group(pid))
+        try:
+            timed_out = _communicate(proc, data, start + budget / 1000.0, out, err, nudge)
+        finally:
+            stop()
     finally:
         if proc.poll() is None:
             _kill_group(proc.pid)

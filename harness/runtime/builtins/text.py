@@ -126,6 +126,11 @@ def string_truncate(ctx: CallContext, s: Any, max_chars: Any, marker: Any = "…
     return s[: max_chars - len(marker)] + marker
 
 
+def string_byte_len(ctx: CallContext, s: Any) -> int:
+    """Length of ``s`` in UTF-8 bytes (``len`` counts characters)."""
+    return len(_str("string.byte_len", "s", s).encode("utf-8"))
+
+
 def hash_sha256(ctx: CallContext, s: Any) -> str:
     return hashlib.sha256(_str("hash.sha256", "s", s).encode("utf-8")).hexdigest()
 
@@ -144,6 +149,7 @@ FUNCTIONS = {
     "re.sub": re_sub,
     "re.split": re_split,
     "string.truncate": string_truncate,
+    "string.byte_len": string_byte_len,
     "hash.sha256": hash_sha256,
     "time.now": time_now,
 }

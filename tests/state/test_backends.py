@@ -1,0 +1,85 @@
+"""The state backends (memory, and redis against a real server) behave alike."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from harness.errors import BuiltinError
+from harness.state import StateBackend, open_backend
+from harness.state.cache import BackendCache
+from harness.state.redis import StateError
+from harness.state.spills import SpillStore
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend(request: pytest.FixtureRequest) -> Iterator[StateBackend]:
+    if request.param == "memory":
+        b = open_backend("memory")
+    else:
+        url = request.getfixturevalue("redis_url")
+        b = open_backend("redis", url, namespace=f"t-{uuid.uuid4().hex[:8]}")
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def test_blobs_expire(backend: StateBackend) -> None:
+    backend.put_blob("a", b"\x00data\xff", ttl_s=0.4)
+    backend.put_blob("b", b"kept", ttl_s=60)
+    assert backend.get_blob("a") == b"\x00data\xff"
+    time.sleep(0.6)
+    assert backend.get_blob("a") is None
+    assert backend.get_blob("b") == b"kept"
+    backend.delete_blob("b")
+    assert backend.get_blob("b") is None
+
+
+def test_counters(backend: StateBackend) -> None:
+    assert backend.get_counter("calls") is None
+    assert backend.incr("calls") == 1
+    assert backend.incr("calls", 2) == 3
+    assert backend.incr("ms", 1.5) == 1.5
+    backend.set_counter("tool.echo", 7)
+    assert backend.get_counter("tool.echo") == 7
+    assert backend.snapshot_counters() == {"calls": 3, "ms": 1.5, "tool.echo": 7}
+    assert backend.snapshot_counters("tool.") == {"tool.echo": 7}
+    backend.reset_counters("tool.")
+    assert backend.snapshot_counters() == {"calls": 3, "ms": 1.5}
+    backend.reset_counters()
+    assert backend.snapshot_counters() == {}
+
+
+def test_spill_refs_are_scoped_and_unguessable(backend: StateBackend) -> None:
+    store = SpillStore(backend, ttl_s=60)
+    ref = store.put("token:alice", "héllo" * 10)
+    assert ref.startswith("out-") and len(ref) >= 24
+    assert store.get("token:alice", ref) == ("héllo" * 10).encode()
+    assert store.get("token:bob", ref) is None
+    assert store.get("token:alice", "out-1") is None
+    assert store.get("token:alice", "../../etc") is None
+    assert len({store.put("s", "x") for _ in range(50)}) == 50
+
+
+def test_cache_values_are_scoped(backend: StateBackend) -> None:
+    a, b = BackendCache(backend, "token:alice"), BackendCache(backend, "token:bob")
+    a.set("k", {"n": [1, 2]})
+    assert a.get("k") == {"n": [1, 2]}
+    assert b.get("k", "none") == "none"
+    a.delete("k")
+    assert a.get("k") is None
+    with pytest.raises(BuiltinError, match="not JSON-compatible"):
+        a.set("bad", {1, 2})
+    with pytest.raises(BuiltinError, match="limit is"):
+        a.set("huge", "x" * (2 * 1024 * 1024))
+
+
+def test_unreachable_redis_is_one_clear_error() -> None:
+    with pytest.raises(StateError, match=r"cannot reach Redis at redis://127\.0\.0\.1:1/0"):
+        open_backend("redis", "redis://127.0.0.1:1/0")
+    with pytest.raises(ValueError, match='unknown state backend "etcd"'):
+        open_backend("etcd")
