@@ -1,4 +1,5 @@
-"""What the model sees of a call: rendering and the output cap (SPEC §9 step 6, §8.6).
+"""What the model sees of a call: rendering, the output cap, and paging through a
+spilled output with ``read_output`` (SPEC §9 step 6, §8.6).
 
 A text over ``limits.max_output_bytes`` is cut at a character boundary; the full text
 is handed to ``spill`` (the session keeps it for ``read_output``) and the notice at
@@ -8,7 +9,7 @@ the end names the reference and the offset to read on from.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 Spill = Callable[[str], "str | None"]  # full text -> reference, or None when not kept
@@ -82,3 +83,25 @@ def capped(text: str, max_bytes: int, spill: Spill) -> tuple[str, str | None]:
     head, _ = cap_text(text, room)
     return head + truncation_notice(max_bytes, ref, len(head.encode("utf-8"))), ref
 
+
+FOOTER_ROOM = 200  # bytes kept free in a read_output page for its last line
+
+
+def read_page(data: bytes, ref: str, args: Mapping[str, Any], max_output_bytes: int) -> str:
+    """One ``read_output`` page of the spilled output ``data`` (shared with
+    ``harness serve``'s server-wide store)."""
+    total = len(data)
+    max_page = max(64, max_output_bytes - FOOTER_ROOM)
+    limit = min(int(args.get("limit") or max_page), max_page)
+    start = min(int(args.get("offset", 0)), total)
+    while start < total and data[start] & 0xC0 == 0x80:
+        start += 1  # do not begin inside a character
+    end = min(total, start + limit)
+    while start < end < total and data[end] & 0xC0 == 0x80:
+        end -= 1  # nor end inside one
+    page = data[start:end].decode("utf-8", "replace")
+    if end < total:
+        more = f'next page: read_output(ref="{ref}", offset={end})'
+    else:
+        more = "end of output"
+    return f"{page}\n[read_output {ref}: bytes {start}-{end} of {total}; {more}]"

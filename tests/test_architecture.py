@@ -157,3 +157,9 @@ def test_no_import_cycles() -> None:
     found = cycles(import_graph())
     assert not found, "import cycles (break them with a leaf module): " + "; ".join(
         " <-> ".join(c) for c in found)
+
+
+def test_no_top_level_module_is_over_400_lines() -> None:
+    for path in sorted(PKG.glob("*.py")):
+        lines = len(path.read_text().splitlines())
+        assert lines <= 400, f"{path.name} has {lines} lines; give a job its own module"

@@ -39,9 +39,10 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from harness.artifacts.export import definition, mcp_output_is_wrapped
-from harness.core import Harness, Session, read_page
+from harness.core import Harness
 from harness.core import load as load_harness
 from harness.errors import HarnessError, LoadError
+from harness.output import read_page
 from harness.pipeline import cap_text, policy_allows, render, truncation_notice
 from harness.results import ToolResult
 from harness.runtime import cancel
@@ -49,6 +50,7 @@ from harness.serve import info, search, tracing
 from harness.serve.http import identity_of
 from harness.serve.info import changes_possible
 from harness.serve.watch import Snapshot, snapshot
+from harness.session import Session
 from harness.state import StateBackend, open_backend
 from harness.state.cache import BackendCache
 from harness.state.spills import SpillStore

@@ -25,10 +25,10 @@ from harness.artifacts.frontmatter import split
 from harness.artifacts.loader import find_root
 from harness.artifacts.model import Problem, Project
 from harness.config import parse_config
-from harness.core import Session
 from harness.errors import LoadError
 from harness.hooks import HookChain
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
+from harness.session import Session
 from harness.testing import expect as check
 from harness.testing.report import Outcome as Reported
 from harness.testing.spec import (
