@@ -14,11 +14,10 @@ no closed set of names costs nothing per call (the pipeline skips it).
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from harness.artifacts.params import as_json
+from harness.artifacts.problems import as_json, suggest
 
 MODES = ("note", "strict")
 
@@ -90,10 +89,7 @@ class ArgumentShape:
         """One line naming the unknown names and what was probably meant."""
         parts = []
         for name in unknown:
-            close = difflib.get_close_matches(str(name), sorted(self.known or ()), n=1,
-                                              cutoff=0.6)
-            hint = f' (did you mean "{close[0]}"?)' if close else ""
-            parts.append(f'"{name}"{hint}')
+            parts.append(f'"{name}"{suggest(name, sorted(self.known or ()))}')
         known = ", ".join(f'"{k}"' for k in sorted(self.known or ())) or "none"
         word = "argument" if len(unknown) == 1 else "arguments"
         return (f'unknown {word} {", ".join(parts)} for tool "{tool}"; its parameters are '

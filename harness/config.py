@@ -7,15 +7,13 @@ as security invariants in SPEC §8 can only be tightened.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from harness.artifacts.model import Problem
-from harness.artifacts.params import a_type, as_json
+from harness.artifacts.problems import Problem, a_type, as_json, suggest
 
 ALWAYS_PROTECTED = (".harness", "harness.md", ".git")
 DEFAULT_ENV = ("PATH", "HOME", "LANG", "TERM")
@@ -313,8 +311,7 @@ def parse_config(
         updates: dict[str, Any] = {}
         for name, value in raw.items():
             if name not in known:
-                close = difflib.get_close_matches(str(name), sorted(known), n=1)
-                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                hint = suggest(name, sorted(known))
                 err(key, f"unknown config key {key}.{name}{hint}; known keys: "
                     f"{', '.join(sorted(known))}", code="config-unknown-key", severity="warning",
                     sub=name)
@@ -374,8 +371,7 @@ def parse_config(
         if isinstance(mode, str) and mode in ARGUMENT_MODES:
             values["arguments"] = mode
         else:
-            close = difflib.get_close_matches(str(mode), ARGUMENT_MODES, n=1)
-            hint = f' (did you mean "{close[0]}"?)' if close else ""
+            hint = suggest(mode, ARGUMENT_MODES)
             err("arguments", f"config arguments must be one of {', '.join(ARGUMENT_MODES)}; "
                 f"got {as_json(mode)}{hint}")
     return Config(root=root, workspace=workspace, **values), problems

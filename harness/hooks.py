@@ -8,12 +8,14 @@ failure as a block unless the hook says ``on_error: allow``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from harness.artifacts.model import HookSpec
+from harness.artifacts.model import HookSpec, hook_order
+from harness.hotpath import tuple_maker
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.runtime.reach import UNUSED, hook_inputs
-from harness.runtime.when import FALLBACK_ERRORS, compile_when
+from harness.runtime.when import FALLBACK_ERRORS, NO_ANSWER, Fn, compile_when
 
 # Keys a modify() may change, per event. Any other key must be left as it is.
 MUTABLE_KEYS: dict[str, frozenset[str]] = {
@@ -45,8 +47,13 @@ class ChainOutcome(NamedTuple):
     reason: str = ""
     failed: bool = False
 
+    @property
+    def why(self) -> str:
+        """The refusal as callers report it: the failure itself, or who blocked and why."""
+        return self.reason if self.failed else f'blocked by hook "{self.blocked_by}": {self.reason}'
 
-_chain_outcome = tuple.__new__  # ChainOutcome(current) without the Python-level __new__
+
+_chain_outcome = tuple_maker(ChainOutcome)  # one per hook event of every call
 
 
 # Events whose hooks must all have seen the payload that goes on (issue 10, item 8):
@@ -68,6 +75,22 @@ Recheck = Callable[[Mapping[str, Any]], "str | None"]
 DecisionSink = Callable[[str, str, str, str, float], None]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookPlan:
+    """What running one hook needs, compiled once when the chain is made."""
+
+    spec: HookSpec
+    when: Fn | None  # the compiled ``when`` (None: no when, or only Starlark can answer)
+    event_used: bool  # whether the script reads its event parameter (runtime/reach.py)
+    keys: frozenset[str] | None  # payload keys it reads; None: it may read any
+
+
+def hook_plan(spec: HookSpec) -> HookPlan:
+    reads = hook_inputs(spec.script)
+    return HookPlan(spec=spec, when=compile_when(spec.when) if spec.when else None,
+                    event_used=reads.event, keys=reads.keys)
+
+
 class HookChain:
     def __init__(self, hooks: Iterable[HookSpec]) -> None:
         by_event: dict[str, list[HookSpec]] = {}
@@ -75,9 +98,11 @@ class HookChain:
             event = EVENT_ALIASES.get(hook.event, hook.event)
             by_event.setdefault(event, []).append(hook)
         self._by_event = {
-            event: tuple(sorted(specs, key=lambda h: (h.priority, h.name)))
+            event: tuple(sorted(specs, key=hook_order))
             for event, specs in by_event.items()
         }
+        self._plans = {event: tuple(map(hook_plan, specs))
+                       for event, specs in self._by_event.items()}
         self.pre = self.for_event("tool.pre")  # read on every call
         self.post = self.for_event("tool.post")
 
@@ -87,19 +112,20 @@ class HookChain:
     def run(self, event: str, payload: Mapping[str, Any], runtime: ScriptRuntime,
             make_ctx: Callable[[HookSpec], CallContext], recheck: Recheck | None = None,
             on_decision: DecisionSink | None = None) -> ChainOutcome:
-        hooks = self._by_event.get(event)
+        hooks = self._plans.get(event)
         current = payload  # never mutated: a modify() merges into a new dict
         if not hooks:
-            return _chain_outcome(ChainOutcome, (current, None, "", False))
+            return _chain_outcome((current, None, "", False))
         # One pass in priority order. Guards see what runs (SETTLE_EVENTS): when a hook
         # after the first changes the payload, the hooks before it have not seen the
         # new one, and _settle takes over. (Until then every earlier hook has seen
         # ``current``: the first hook's own change counts as seen by it.)
         settle = event in SETTLE_EVENTS
         first: str | None = None  # the first hook, when it changed the payload
-        for i, hook in enumerate(hooks):
+        for i, plan in enumerate(hooks):
+            hook = plan.spec
             try:
-                action, reason, new, took = _run_one(hook, event, current, runtime, make_ctx,
+                action, reason, new, took = _run_one(plan, event, current, runtime, make_ctx,
                                                      recheck)
             except HookFailure as exc:
                 message = f'hook "{hook.name}" failed: {exc}'
@@ -125,10 +151,10 @@ class HookChain:
                                    recheck, on_decision)
                 first = hook.name
                 current = new
-        return _chain_outcome(ChainOutcome, (current, None, "", False))
+        return _chain_outcome((current, None, "", False))
 
 
-def _settle(hooks: tuple[HookSpec, ...], event: str, current: Mapping[str, Any],
+def _settle(hooks: tuple[HookPlan, ...], event: str, current: Mapping[str, Any],
             seen: list[Mapping[str, Any] | None], changes: dict[str, int],
             runtime: ScriptRuntime, make_ctx: Callable[[HookSpec], CallContext],
             recheck: Recheck | None, on_decision: DecisionSink | None) -> ChainOutcome:
@@ -143,9 +169,10 @@ def _settle(hooks: tuple[HookSpec, ...], event: str, current: Mapping[str, Any],
         if seen[i] is current:
             i += 1
             continue
-        hook = hooks[i]
+        plan = hooks[i]
+        hook = plan.spec
         try:
-            action, reason, new, took = _run_one(hook, event, current, runtime, make_ctx,
+            action, reason, new, took = _run_one(plan, event, current, runtime, make_ctx,
                                                  recheck)
         except HookFailure as exc:
             message = f'hook "{hook.name}" failed: {exc}'
@@ -173,7 +200,7 @@ def _settle(hooks: tuple[HookSpec, ...], event: str, current: Mapping[str, Any],
                                     failed=True)
         seen[i] = current
         i = 0 if changed else i + 1
-    return _chain_outcome(ChainOutcome, (current, None, "", False))
+    return _chain_outcome((current, None, "", False))
 
 
 def _unsettled(event: str, name: str, changes: Mapping[str, int]) -> str:
@@ -186,27 +213,26 @@ def _unsettled(event: str, name: str, changes: Mapping[str, int]) -> str:
 
 
 _ALLOW = {"action": "allow"}
-_FALLBACK = object()  # the fast path could not answer exactly
 
 
-def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: ScriptRuntime,
+def _run_one(plan: HookPlan, event: str, current: Mapping[str, Any], runtime: ScriptRuntime,
              make_ctx: Callable[[HookSpec], CallContext],
              recheck: Recheck | None) -> tuple[str, str, Mapping[str, Any], float]:
     """(action, reason, payload after the hook, duration_ms) of one hook."""
+    hook = plan.spec
     path = hook.source.path
     if hook.when:
-        # The Python evaluator first (both runtimes would start with it anyway): a
-        # plain comparison needs no context, no worker and no payload conversion.
-        # It answers only where it equals Starlark (runtime/when.py), else Fallback.
-        fn = compile_when(hook.when)
-        matched: Any = _FALLBACK
-        took = 0.0
+        # The Python evaluator first; it answers only where it equals Starlark
+        # (runtime/when.py), else the runtime evaluates the expression.
+        matched: Any = NO_ANSWER
+        fn = plan.when
         if fn is not None:
             try:
                 matched = fn({"event": event, "payload": current})
             except FALLBACK_ERRORS:
-                matched = _FALLBACK
-        if matched is _FALLBACK:
+                pass
+        took = 0.0
+        if matched is NO_ANSWER:
             out = runtime.eval_when(hook.when, path, hook.when_line or 1, event, current,
                                     make_ctx(hook), hook.timeout_ms)
             if out.status != "ok":
@@ -218,7 +244,7 @@ def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: Sc
     # Starlark costs per value, and arguments can be large. A parameter the script
     # never names is UNUSED: the runtime passes 0 (the cheapest value to convert), or
     # nothing at all when neither is read.
-    event_used, keys = hook_inputs(hook.script)
+    keys = plan.keys
     if keys is None:
         seen: Mapping[str, Any] | object = current
     elif keys:
@@ -226,7 +252,7 @@ def _run_one(hook: HookSpec, event: str, current: Mapping[str, Any], runtime: Sc
     else:
         seen = UNUSED
     out = runtime.run_hook(hook.script, path, hook.script_line or 1,
-                           event if event_used else UNUSED, seen, make_ctx(hook),
+                           event if plan.event_used else UNUSED, seen, make_ctx(hook),
                            hook.timeout_ms)
     if out.status != "ok":
         _fail(out, hook, "")

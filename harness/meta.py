@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.artifacts import checks
+from harness.artifacts.frontmatter import KeyLines
+from harness.artifacts.loader import _tool
 from harness.artifacts.model import ToolSpec
+from harness.runtime.static import check_script
 
 
 def build_meta_tool(name: str, description: str, parameters: Any,
                     script: str) -> tuple[ToolSpec, list[str]]:
-    from harness.artifacts import checks
-    from harness.artifacts.frontmatter import KeyLines
-    from harness.artifacts.loader import _tool
-    from harness.runtime.static import check_script
-
     path = f"<meta:{name}>"
     entry = checks.Entry(kind="tool", name=name,
                          data={"parameters": parameters, "script": script},

@@ -1,165 +1,41 @@
-"""The six steps every call goes through (SPEC §9), as one plain function.
+"""The six steps every call goes through (SPEC §9), one small function each.
 
 resolve -> validate -> tool.pre hooks -> execute -> tool.post hooks -> return.
 There is no fast path: Python handlers, script tools and built-in tools all pass here.
-Failures of the tool, its arguments, hooks or the sandbox are results, never raised.
+Failures of the tool, its arguments, hooks or the sandbox are results, never raised: a
+step that refuses the call raises :class:`Stop`, and :func:`run_call` turns it into
+the result, in the one place results are built (:func:`finish`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import difflib
-import fnmatch
 import inspect
-import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.arguments import ArgumentShape, json_message, required_name, shape_for
 from harness.artifacts.model import HookSpec, ToolSpec
-from harness.config import Config
-from harness.hooks import HookChain
-from harness.results import ToolCall, ToolResult, make_result
-from harness.runtime.context import (
-    CacheStore,
-    CallContext,
-    Outcome,
-    ScriptRuntime,
-    make_context,
+from harness.output import (  # noqa: F401 - cap_text, truncation_notice: re-exported
+    cap_text,
+    capped,
+    is_error_value,
+    json_problem,
+    render,
+    truncation_notice,
 )
-
-Handler = Callable[[dict[str, Any]], Any]
-
-
-_TOO_DEEP = ("$: the value nests too deeply to be checked against the schema; send "
-             "flatter lists and objects (a few hundred levels at most)")
-
-
-class ArgValidator:
-    """Fast accept with a compiled (Rust) validator; jsonschema only to explain failures."""
-
-    __slots__ = ("schema", "_fast", "_slow", "shape")
-
-    def __init__(self, schema: Mapping[str, Any]) -> None:
-        self.schema = schema
-        self._fast: Any = None
-        self._slow: Any = None
-        # Defaults and declared names of the schema (harness/arguments.py); the
-        # validator is built once per tool, so is this.
-        self.shape: ArgumentShape | None = shape_for(schema)
-
-    def problems(self, instance: Any) -> list[str]:
-        if self._fast is None:
-            import jsonschema_rs
-
-            try:
-                # Never fetch a remote $ref at call time (validate refuses them too).
-                self._fast = jsonschema_rs.validator_for(dict(self.schema),
-                                                         retriever=_no_fetch)
-            except Exception as exc:  # noqa: BLE001 - a broken schema is a result, not a crash
-                return [f"$: the tool's schema cannot be compiled ({exc}); run harness validate"]
-        if self._fast.is_valid(instance):
-            return []
-        try:
-            found = self._explain(instance)
-        except RecursionError:
-            return [_TOO_DEEP]
-        except Exception:  # noqa: BLE001 - e.g. an ECMA-only pattern Python's re rejects
-            try:
-                found = [(json_path(e.instance_path), e.message)
-                         for e in self._fast.iter_errors(instance)]
-            except ValueError:  # "Recursion limit reached" on deep nesting
-                return [_TOO_DEEP]
-        return [f"{p}: {m}" for p, m in sorted(found)] or ["arguments do not match the schema"]
-
-    def _explain(self, instance: Any) -> list[tuple[str, str]]:
-        """Every problem with its JSON path, in jsonschema's wording (SPEC §9)."""
-        if self._slow is None:
-            import jsonschema
-
-            self._slow = jsonschema.Draft202012Validator(
-                dict(self.schema), format_checker=jsonschema.FormatChecker()
-            )
-        found = []
-        for err in self._slow.iter_errors(instance):
-            path = json_path(err.absolute_path)
-            if err.validator == "required":
-                missing = required_name(err)
-                if missing:
-                    path = f"{path}.{missing}"
-            found.append((path, json_message(err)))
-        return found
-
-
-def _no_fetch(uri: str) -> Any:
-    raise ValueError(f"remote $ref {uri!r} is not fetched; harness never fetches schemas")
-
-
-def json_path(parts: Any) -> str:
-    out = "$"
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else f".{p}"
-    return out
-
-
-@dataclass(slots=True, kw_only=True)
-class Registry:
-    """Everything a call needs that is fixed at load time."""
-
-    config: Config
-    tools: dict[str, ToolSpec]
-    runtime: ScriptRuntime
-    chain: HookChain
-    handlers: dict[str, Handler] = field(default_factory=dict)
-    validators: dict[str, ArgValidator] = field(default_factory=dict)
-
-    def validator(self, tool: ToolSpec) -> ArgValidator:
-        v = self.validators.get(tool.name)
-        if v is None or v.schema is not tool.input_schema:
-            v = self.validators[tool.name] = ArgValidator(tool.input_schema)
-        return v
-
-    _allowed: dict[str, bool] = field(default_factory=dict)
-    # name -> (tool, handler, validator) for registry tools that resolve as they are
-    # (enabled, runnable, allowed): the registry never changes, so neither do these.
-    plans: dict[str, tuple[ToolSpec, Handler | None, ArgValidator]] = field(
-        default_factory=dict)
-
-    _returns: dict[str, ArgValidator] = field(default_factory=dict)
-
-    def result_validator(self, tool: ToolSpec) -> ArgValidator:
-        """The compiled validator of ``tool.returns`` (compiled once, not per call)."""
-        assert tool.returns is not None
-        v = self._returns.get(tool.name)
-        if v is None or v.schema is not tool.returns:
-            v = self._returns[tool.name] = ArgValidator(tool.returns)
-        return v
-
-    def plan(self, name: str) -> tuple[ToolSpec, Handler | None, ArgValidator] | None:
-        tool = self.tools.get(name)
-        handler = self.handlers.get(name)
-        if tool is None or not tool.enabled or (handler is None and not tool.script) \
-                or not self.allowed(name):
-            return None
-        plan = self.plans[name] = (tool, handler, self.validator(tool))
-        return plan
-
-    def allowed(self, name: str) -> bool:
-        ok = self._allowed.get(name)
-        if ok is None:
-            ok = self._allowed[name] = policy_allows(self.config, name)
-        return ok
-
-
-def policy_allows(config: Config, name: str) -> bool:
-    """tools_policy: glob patterns on tool names; deny wins."""
-    policy = config.tools_policy
-    if any(fnmatch.fnmatchcase(name, p) for p in policy.deny):
-        return False
-    return any(fnmatch.fnmatchcase(name, p) for p in policy.allow)
+from harness.plans import (  # noqa: F401 - Handler, Registry, policy_allows: re-exported
+    Handler,
+    Registry,
+    ToolPlan,
+    policy_allows,
+    runnable,
+)
+from harness.results import ToolCall, ToolResult, make_result
+from harness.runtime.builtins.session_state import Scratchpad
+from harness.runtime.builtins.session_state import serve as serve_state
+from harness.runtime.context import CacheStore, CallContext, Outcome, make_context
 
 
 class CallEnv(Protocol):
@@ -180,6 +56,158 @@ class CallEnv(Protocol):
     def extra_tool(self, name: str) -> tuple[ToolSpec, Handler | None] | None: ...
 
 
+class Stop(Exception):
+    """A step refused the call: the result is this error (and who blocked it)."""
+
+    def __init__(self, error: str, blocked_by: str | None = None) -> None:
+        super().__init__(error)
+        self.error = error
+        self.blocked_by = blocked_by
+
+
+def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
+    """One call through the six steps of SPEC §9."""
+    c = Call(call, reg, env)
+    try:
+        plan = c.plan = resolve(c)
+        args = validate(c, plan, call.arguments)
+        args = pre_hooks(c, args)
+        value, error = execute(c, plan, args)
+        if reg.chain.post:
+            value, error = post_hooks(c, args, value, error)
+    except Stop as stop:
+        return finish(c, error=stop.error, blocked_by=stop.blocked_by)
+    return finish(c, value, error)
+
+
+# 1. resolve
+
+
+def resolve(c: Call) -> ToolPlan:
+    """The plan of the tool named: the registry's, else a tool of the session."""
+    plan = c.reg.plans.get(c.name)
+    if plan is None:
+        plan = _resolve_slowly(c)
+    if c.auditing:
+        c.env.emit("tool.resolve", tool=c.name, call_id=c.call_id, source=plan.spec.source.path)
+    return plan
+
+
+def _resolve_slowly(c: Call) -> ToolPlan:
+    reg, name = c.reg, c.name
+    spec, handler = reg.tools.get(name), reg.handlers.get(name)
+    if not runnable(spec, handler):
+        # Session-scoped tools: meta-registered ones, and session handlers of built-in
+        # tools such as read_output.
+        extra = c.env.extra_tool(name)
+        if extra is not None:
+            spec, handler = extra
+    if spec is None or not spec.enabled:
+        raise Stop(reg.unknown(name))
+    if not reg.allowed(name):
+        raise Stop(f'tool "{name}" is denied by tools_policy')
+    return reg.session_plan(spec, handler)
+
+
+# 2. validate
+
+
+def validate(c: Call, plan: ToolPlan, args: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The arguments with declared defaults filled in, checked against the tool's input
+    schema; undeclared names are noted, or refused under ``arguments: strict``."""
+    if type(args) is not dict and not isinstance(args, Mapping):
+        raise Stop(f'invalid arguments for tool "{c.name}": $: arguments must be a JSON '
+                   f"object, got {type(args).__name__}")
+    shape = plan.arguments.shape  # arguments.py: defaults and declared names
+    if shape is not None:
+        if shape.fills:
+            args = shape.fill(args)
+        known = shape.known
+        if known is not None and not known.issuperset(args):
+            note = shape.note(c.name, shape.unknown(args))
+            if (plan.spec.arguments or c.reg.config.arguments) == "strict":
+                raise Stop(f'invalid arguments for tool "{c.name}": {note} '
+                           "(`arguments: strict` refuses undeclared names)")
+            c.notes = (note,)
+    problems = plan.arguments.problems(args)
+    if c.auditing:
+        c.env.emit("tool.validate", tool=c.name, call_id=c.call_id, ok=not problems)
+    if problems:
+        raise Stop(f'invalid arguments for tool "{c.name}": ' + "; ".join(problems))
+    return args
+
+
+# 3. tool.pre hooks
+
+
+def pre_hooks(c: Call, args: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The arguments the tool.pre hooks let through (possibly modified), or a block."""
+    chain = c.reg.chain
+    if not chain.pre:
+        return args
+    # "args" is the same decoded dict under the name ai-harness hooks read.
+    pre = chain.run("tool.pre", {"id": c.call_id, "name": c.name, "arguments": args,
+                                 "args": args, "session": c.env.id},
+                    c.reg.runtime, c.context, c.recheck, c.decision if c.auditing else None)
+    if pre.blocked_by is not None:
+        raise Stop(pre.why, pre.blocked_by)
+    arguments: Mapping[str, Any] = pre.payload["arguments"]
+    return arguments
+
+
+# 4. execute
+
+
+def execute(c: Call, plan: ToolPlan, args: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """(value, error) of running the tool: its handler or its script."""
+    name = c.name
+    t0 = time.monotonic()
+    value: Any = None
+    error: str | None = None
+    if plan.handler is not None:
+        try:
+            value = plan.handler(dict(args))
+            if inspect.isawaitable(value):
+                value = _await(value)
+            bad = json_problem(value)
+            if bad:
+                value, error = None, f'tool "{name}" returned a value that is not JSON: {bad}'
+        except Exception as exc:  # noqa: BLE001 - a handler failure is a result
+            error = f'tool "{name}" failed: {type(exc).__name__}: {exc}'
+    elif plan.spec.script:
+        spec = plan.spec
+        out = c.reg.runtime.run_tool(plan.spec.script, spec.source.path, spec.script_line or 1,
+                                     args, c.context(), plan.timeout_ms)
+        if out.status == "ok":
+            value = out.value
+        else:
+            error = _outcome_error(name, out, plan.timeout_ms, c.reg.config.limits.memory_mb)
+    else:
+        error = f'tool "{name}" has no script and no bound handler'
+    if error is None and type(value) is dict and "error" in value and is_error_value(value):
+        error = render(value["error"])
+    elif error is None and plan.result is not None:
+        errs = plan.result.problems(value)
+        if errs:
+            error = (f'tool "{name}" returned a value that does not match its returns schema: '
+                     + "; ".join(errs))
+    c.exec_ms = (time.monotonic() - t0) * 1000.0
+    if c.auditing:
+        c.env.emit("tool.execute", tool=name, call_id=c.call_id, ok=error is None,
+                   duration_ms=c.exec_ms, error=error)
+    return value, error
+
+
+def _outcome_error(tool: str, out: Outcome, timeout_ms: int, memory_mb: int) -> str:
+    if out.status == "timeout":
+        return f'tool "{tool}" timed out after {timeout_ms} ms'
+    if out.status == "memory":
+        return f'tool "{tool}" exceeded its memory limit ({memory_mb} MB)'
+    if out.status == "crash":
+        return f'tool "{tool}" {out.error or "crashed"}'
+    return out.error or f'tool "{tool}" failed'
+
+
 def _await(awaitable: Any) -> Any:
     """Run an async handler's coroutine to completion from this (worker) thread."""
     async def wait() -> Any:
@@ -194,73 +222,73 @@ def _await(awaitable: Any) -> Any:
         return pool.submit(asyncio.run, wait()).result()
 
 
-def json_problem(value: Any, path: str = "$", depth: int = 0) -> str | None:
-    """Where a handler's return value stops being JSON (None when it is JSON)."""
-    if value is None or type(value) in (str, int, float, bool):
-        if type(value) is float and (value != value or value in (float("inf"), float("-inf"))):
-            return f"{path} is {value!r}"
-        return None
-    if depth > 100:
-        return f"{path} is nested more than 100 levels deep"
-    if isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            bad = json_problem(v, f"{path}[{i}]", depth + 1)
-            if bad:
-                return bad
-        return None
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                return f"{path} has a non-string key {k!r}"
-            bad = json_problem(v, f"{path}.{k}", depth + 1)
-            if bad:
-                return bad
-        return None
-    return f"{path} is a {type(value).__name__}"
+# 5. tool.post hooks
 
 
-def render(value: Any) -> str:
-    """What the model sees of a value: the string itself, or compact JSON."""
-    kind = type(value)
-    if kind is str:
-        return value
-    if kind is int:
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+def post_hooks(c: Call, args: Mapping[str, Any], value: Any,
+               error: str | None) -> tuple[Any, str | None]:
+    """(value, error) after the tool.post hooks: kept, rewritten, or withheld."""
+    chain = c.reg.chain
+    name = c.name
+    is_error = error is not None
+    # "call_id" and "content" (the text the model is given, before the output cap)
+    # are the keys ai-harness post-hooks read.
+    content = error if is_error else render(value)
+    post = chain.run("tool.post", {"id": c.call_id, "call_id": c.call_id, "name": name,
+                                   "arguments": args, "session": c.env.id, "result": value,
+                                   "content": content, "is_error": is_error,
+                                   "error": error, "duration_ms": c.exec_ms},
+                     c.reg.runtime, c.context, None, c.decision if c.auditing else None)
+    if post.blocked_by is not None:
+        raise Stop(post.reason if post.failed else
+                   f'result withheld by hook "{post.blocked_by}": {post.reason}',
+                   post.blocked_by)
+    value = post.payload.get("result")
+    is_error = bool(post.payload.get("is_error"))
+    error = post.payload.get("error")
+    new_content = post.payload.get("content")
+    if new_content != content:
+        # A hook rewrote the text itself (ai-harness style): it replaces the result.
+        if is_error:
+            error = new_content if isinstance(new_content, str) else render(new_content)
+        else:
+            value = new_content
+    if is_error and not error:
+        error = render(value) if value is not None else f'tool "{name}" failed'
+    return value, error if is_error else None
 
 
-def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
-    """Cut ``text`` to at most ``max_bytes`` UTF-8 bytes without splitting a character."""
-    if len(text) <= max_bytes // 4:  # fast path: cannot exceed the cap
-        return text, False
-    data = text.encode("utf-8")
-    if len(data) <= max_bytes:
-        return text, False
-    return data[:max_bytes].decode("utf-8", "ignore"), True
+# 6. return
 
 
-def truncation_notice(max_bytes: int, ref: str | None, offset: int) -> str:
-    """The last lines of a cut output; ``offset`` is where the shown text stops."""
-    notice = f"[output truncated at {max_bytes} bytes]"
-    if ref is None:
-        return "\n" + notice
-    return (f'\n[full output kept as "{ref}": call read_output(ref="{ref}", '
-            f"offset={offset}) for the rest]\n{notice}")
+def finish(c: Call, value: Any = None, error: str | None = None,
+           blocked_by: str | None = None) -> ToolResult:
+    """The one place a call's result is built: ``error`` (if any) or the rendered value
+    as its text, capped with the full text spilled (output.py); a blocked call carries
+    no value. Recorded when the session audits."""
+    is_error = error is not None
+    text = error if error is not None else render(value)
+    max_bytes = c.reg.config.limits.max_output_bytes
+    ref = None
+    # len() first: a text of at most max_bytes / 4 characters cannot be over the cap
+    truncated = len(text) > max_bytes // 4 and len(text.encode("utf-8")) > max_bytes
+    if truncated:
+        text, ref = capped(text, max_bytes, c.env.spill)
+    notes = c.notes
+    for note in notes:  # after the cap: the model always reads them
+        text = (text or "") + f"\n[note: {note}]"
+    result = make_result(c.call_id, c.name, is_error,
+                         None if is_error and blocked_by else value, text or "", error,
+                         (time.monotonic() - c.start) * 1000.0, truncated, blocked_by, ref,
+                         notes)
+    if c.auditing:
+        c.env.emit("tool.result", tool=c.name, call_id=c.call_id, is_error=result.is_error,
+                   error=result.error, blocked_by=result.blocked_by,
+                   duration_ms=result.duration_ms, text=result.text)
+    return result
 
 
-def is_error_value(value: Any) -> bool:
-    """The artifact convention: a dict with "error" and nothing but "error"/"details"."""
-    return isinstance(value, dict) and "error" in value and set(value) <= {"error", "details"}
-
-
-def _outcome_error(tool: str, out: Outcome, timeout_ms: int, memory_mb: int) -> str:
-    if out.status == "timeout":
-        return f'tool "{tool}" timed out after {timeout_ms} ms'
-    if out.status == "memory":
-        return f'tool "{tool}" exceeded its memory limit ({memory_mb} MB)'
-    if out.status == "crash":
-        return f'tool "{tool}" {out.error or "crashed"}'
-    return out.error or f'tool "{tool}" failed'
+# -- the state of one call -------------------------------------------------------------
 
 
 class _CallHost:
@@ -276,27 +304,30 @@ class _CallHost:
 
     def __call__(self, method: str, payload: Mapping[str, Any]) -> Any:
         if method.startswith("ctx."):
-            from harness.runtime.builtins.session_state import Scratchpad, serve
-
             pad = getattr(self.env, "turn_pad", None)
             if pad is None:
                 if self.pad is None:
                     self.pad = Scratchpad()
                 pad = self.pad
-            return serve(method, payload, None, pad)
+            return serve_state(method, payload, None, pad)
         return self.env.host(method, payload)
 
 
-class _CallState:
-    """Per-call values shared by the hook callbacks (one object instead of closures)."""
+class Call:
+    """One call in flight: what the steps share (one object instead of closures)."""
 
-    __slots__ = ("config", "env", "name", "call_id", "auditing", "ctx", "validator")
+    __slots__ = ("reg", "env", "name", "call_id", "auditing", "start", "ctx", "plan",
+                 "exec_ms", "notes")
 
-    def __init__(self, config: Config, env: CallEnv, name: str, call_id: str,
-                 auditing: bool, validator: ArgValidator) -> None:
-        self.config, self.env, self.name, self.call_id = config, env, name, call_id
-        self.auditing, self.validator = auditing, validator
+    def __init__(self, call: ToolCall, reg: Registry, env: CallEnv) -> None:
+        self.start = time.monotonic()
+        self.reg, self.env, self.name, self.call_id = reg, env, call.name, call.id
+        self.auditing = env.auditing
         self.ctx: CallContext | None = None
+        self.notes: tuple[str, ...] = ()  # remarks for the model (unknown argument names)
+        # set by the steps: plan (resolve), exec_ms (execute)
+        self.plan: ToolPlan
+        self.exec_ms: float
 
     def context(self, hook: HookSpec | None = None) -> CallContext:
         # One context serves the hooks and the tool of this call: the engine sets kind
@@ -304,7 +335,7 @@ class _CallState:
         ctx = self.ctx
         if ctx is None:
             env = self.env
-            ctx = self.ctx = make_context(self.config, env.id, self.call_id, self.name,
+            ctx = self.ctx = make_context(self.reg.config, env.id, self.call_id, self.name,
                                           env.cache, env.log, _CallHost(env))
         return ctx
 
@@ -315,204 +346,8 @@ class _CallState:
                           duration_ms=ms)
 
     def recheck(self, payload: Mapping[str, Any]) -> str | None:
-        errs = self.validator.problems(payload.get("arguments"))
+        errs = self.plan.arguments.problems(payload.get("arguments"))
         if errs:
             return f'modified arguments are invalid for tool "{self.name}": ' + "; ".join(errs)
         return None
 
-
-def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
-    start = time.monotonic()
-    name, call_id, auditing = call.name, call.id, env.auditing
-    config = reg.config
-
-    # 1. resolve
-    plan = reg.plans.get(name)
-    if plan is None:
-        plan = reg.plan(name)
-    if plan is not None:
-        tool, handler, validator = plan
-    else:
-        found = reg.tools.get(name)
-        handler = reg.handlers.get(name)
-        if found is None or not found.enabled or (handler is None and not found.script):
-            # Session-scoped tools: meta-registered ones, and session handlers of
-            # built-in tools such as read_output.
-            extra = env.extra_tool(name)
-            if extra is not None:
-                found, handler = extra
-        if found is None or not found.enabled:
-            return _done(call_id, name, start, config, env, error=_unknown(name, reg, env))
-        tool = found
-        if not reg.allowed(name):
-            return _done(call_id, name, start, config, env,
-                         error=f'tool "{name}" is denied by tools_policy')
-        validator = reg.validator(tool)
-    if auditing:
-        env.emit("tool.resolve", tool=name, call_id=call_id, source=tool.source.path)
-
-    # 2. validate
-    args = call.arguments
-    if type(args) is not dict and not isinstance(args, Mapping):
-        return _done(call_id, name, start, config, env,
-                     error=f'invalid arguments for tool "{name}": $: arguments must be a JSON '
-                           f"object, got {type(args).__name__}")
-    # Declared defaults are filled in, unknown names noted or refused (arguments.py).
-    shape = validator.shape
-    notes: tuple[str, ...] = ()
-    if shape is not None:
-        if shape.fills:
-            args = shape.fill(args)
-        known = shape.known
-        if known is not None and not known.issuperset(args):
-            unknown = shape.unknown(args)
-            note = shape.note(name, unknown)
-            if (tool.arguments or config.arguments) == "strict":
-                return _done(call_id, name, start, config, env,
-                             error=f'invalid arguments for tool "{name}": {note} '
-                                   "(`arguments: strict` refuses undeclared names)")
-            notes = (note,)
-    problems = validator.problems(args)
-    if auditing:
-        env.emit("tool.validate", tool=name, call_id=call_id, ok=not problems)
-    if problems:
-        return _done(call_id, name, start, config, env,
-                     error=f'invalid arguments for tool "{name}": ' + "; ".join(problems),
-                     notes=notes)
-    state = _CallState(config, env, name, call_id, auditing, validator)
-    chain = reg.chain
-
-    # 3. tool.pre hooks
-    if chain.pre:
-        # "args" is the same decoded dict under the name ai-harness hooks read.
-        pre = chain.run("tool.pre", {"id": call_id, "name": name, "arguments": args,
-                                     "args": args, "session": env.id},
-                        reg.runtime, state.context, state.recheck,
-                        state.decision if auditing else None)
-        if pre.blocked_by is not None:
-            msg = pre.reason if pre.failed else f'blocked by hook "{pre.blocked_by}": {pre.reason}'
-            return _done(call_id, name, start, config, env, error=msg, blocked_by=pre.blocked_by,
-                         notes=notes)
-        args = pre.payload["arguments"]
-
-    # 4. execute
-    limit = config.limits.max_timeout_ms
-    timeout_ms = min(tool.timeout_ms, limit) if tool.timeout_ms and limit else (
-        tool.timeout_ms or limit)
-    t0 = time.monotonic()
-    value: Any = None
-    error: str | None = None
-    if handler is not None:
-        try:
-            value = handler(dict(args))
-            if inspect.isawaitable(value):
-                value = _await(value)
-            bad = json_problem(value)
-            if bad:
-                value, error = None, f'tool "{name}" returned a value that is not JSON: {bad}'
-        except Exception as exc:  # noqa: BLE001 - a handler failure is a result
-            error = f'tool "{name}" failed: {type(exc).__name__}: {exc}'
-    elif tool.script:
-        out = reg.runtime.run_tool(tool.script, tool.source.path, tool.script_line or 1, args,
-                                   state.context(), timeout_ms)
-        if out.status == "ok":
-            value = out.value
-        else:
-            error = _outcome_error(name, out, timeout_ms, config.limits.memory_mb)
-    else:
-        error = f'tool "{name}" has no script and no bound handler'
-    if error is None and type(value) is dict and "error" in value and is_error_value(value):
-        error = render(value["error"])
-    elif error is None and tool.returns is not None:
-        errs = reg.result_validator(tool).problems(value)
-        if errs:
-            error = (f'tool "{name}" returned a value that does not match its returns schema: '
-                     + "; ".join(errs))
-    exec_ms = (time.monotonic() - t0) * 1000.0
-    if auditing:
-        env.emit("tool.execute", tool=name, call_id=call_id, ok=error is None,
-                 duration_ms=exec_ms, error=error)
-
-    # 5. tool.post hooks
-    if chain.post:
-        is_error = error is not None
-        # "call_id" and "content" (the text the model is given, before the output cap)
-        # are the keys ai-harness post-hooks read.
-        content = error if is_error else render(value)
-        post = chain.run("tool.post", {"id": call_id, "call_id": call_id, "name": name,
-                                       "arguments": args, "session": env.id, "result": value,
-                                       "content": content, "is_error": is_error,
-                                       "error": error, "duration_ms": exec_ms},
-                         reg.runtime, state.context, None,
-                         state.decision if auditing else None)
-        if post.blocked_by is not None:
-            msg = post.reason if post.failed else (
-                f'result withheld by hook "{post.blocked_by}": {post.reason}')
-            return _done(call_id, name, start, config, env, error=msg,
-                         blocked_by=post.blocked_by, notes=notes)
-        value = post.payload.get("result")
-        is_error = bool(post.payload.get("is_error"))
-        error = post.payload.get("error")
-        new_content = post.payload.get("content")
-        if new_content != content:
-            # A hook rewrote the text itself (ai-harness style): it replaces the result.
-            if is_error:
-                error = new_content if isinstance(new_content, str) else render(new_content)
-            else:
-                value = new_content
-        if is_error and not error:
-            error = render(value) if value is not None else f'tool "{name}" failed'
-        if not is_error:
-            error = None
-
-    # 6. return
-    if error is None and not auditing and not notes:
-        text = render(value)
-        if len(text) <= config.limits.max_output_bytes // 4:  # cannot need the cap
-            return make_result(call_id, name, False, value, text, None,
-                               (time.monotonic() - start) * 1000.0, False, None, None)
-    return _done(call_id, name, start, config, env, value=value, error=error, notes=notes)
-
-
-def _done(call_id: str, name: str, start: float, config: Config, env: CallEnv, *,
-          value: Any = None, error: str | None = None,
-          blocked_by: str | None = None, notes: tuple[str, ...] = ()) -> ToolResult:
-    result = _finish(call_id, name, start, config, env, value=value, error=error,
-                     blocked_by=blocked_by, notes=notes)
-    if env.auditing:
-        env.emit("tool.result", tool=name, call_id=call_id, is_error=result.is_error,
-                 error=result.error, blocked_by=result.blocked_by,
-                 duration_ms=result.duration_ms, text=result.text)
-    return result
-
-
-def _finish(call_id: str, name: str, start: float, config: Config, env: CallEnv, *,
-            value: Any = None, error: str | None = None,
-            blocked_by: str | None = None, notes: tuple[str, ...] = ()) -> ToolResult:
-    is_error = error is not None
-    text = error if is_error else render(value)
-    max_bytes = config.limits.max_output_bytes
-    ref = None
-    truncated = False
-    if text and len(text) > max_bytes // 4 and len(text.encode("utf-8")) > max_bytes:
-        # The whole text the model sees, notice included, stays within max_bytes.
-        truncated = True
-        ref = env.spill(text)
-        notice = truncation_notice(max_bytes, ref, 0)
-        room = max(0, max_bytes - len(notice.encode("utf-8")) - 16)
-        head, _ = cap_text(text, room)
-        text = head + truncation_notice(max_bytes, ref, len(head.encode("utf-8")))
-    text = text or ""
-    for note in notes:  # after the cap: the model always reads them
-        text += f"\n[note: {note}]"
-    return make_result(call_id, name, is_error, None if is_error and blocked_by else value,
-                       text, error, (time.monotonic() - start) * 1000.0, truncated,
-                       blocked_by, ref, notes)
-
-
-def _unknown(name: str, reg: Registry, env: CallEnv) -> str:
-    available = sorted(n for n, t in reg.tools.items()
-                       if t.enabled and t.loading == "always" and reg.allowed(n))
-    close = difflib.get_close_matches(name, available, n=1)
-    hint = f'; did you mean "{close[0]}"?' if close else ""
-    return f'unknown tool "{name}"; available: {", ".join(available) or "(none)"}{hint}'

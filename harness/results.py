@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+from harness.hotpath import slot_maker
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,50 +36,8 @@ class ToolResult:
     notes: tuple[str, ...] = ()
 
 
-_RESULT_SLOTS = tuple(f.name for f in fields(ToolResult))
-_RESULT_SETTERS = tuple(ToolResult.__dict__[name].__set__ for name in _RESULT_SLOTS)
-
-
-(_S_CALL_ID, _S_NAME, _S_IS_ERROR, _S_VALUE, _S_TEXT, _S_ERROR, _S_DURATION, _S_TRUNCATED,
- _S_BLOCKED_BY, _S_OUTPUT_REF, _S_NOTES) = _RESULT_SETTERS
-_new = object.__new__
-
-
-def make_result(call_id: str, name: str, is_error: bool, value: Any, text: str,
-                error: str | None, duration_ms: float, truncated: bool,
-                blocked_by: str | None, output_ref: str | None,
-                notes: tuple[str, ...] = ()) -> ToolResult:
-    """Build a ToolResult on the hot path (same object as the constructor makes).
-
-    A frozen dataclass's ``__init__`` goes through ``object.__setattr__`` per field;
-    writing the slots through their descriptors directly is about twice as fast.
-    ``tests/core/test_api.py`` checks both ways build equal results.
-    """
-    obj = _new(ToolResult)
-    _S_CALL_ID(obj, call_id)
-    _S_NAME(obj, name)
-    _S_IS_ERROR(obj, is_error)
-    _S_VALUE(obj, value)
-    _S_TEXT(obj, text)
-    _S_ERROR(obj, error)
-    _S_DURATION(obj, duration_ms)
-    _S_TRUNCATED(obj, truncated)
-    _S_BLOCKED_BY(obj, blocked_by)
-    _S_OUTPUT_REF(obj, output_ref)
-    _S_NOTES(obj, notes)
-    return obj
-
-
-_CALL_SETTERS = tuple(ToolCall.__dict__[f.name].__set__ for f in fields(ToolCall))
-
-
-_S_NAME_C, _S_ARGUMENTS_C, _S_ID_C = _CALL_SETTERS
-
-
-def make_call(name: str, arguments: Mapping[str, Any], id: str) -> ToolCall:
-    """Build a ToolCall on the hot path (see :func:`make_result`)."""
-    obj = _new(ToolCall)
-    _S_NAME_C(obj, name)
-    _S_ARGUMENTS_C(obj, arguments)
-    _S_ID_C(obj, id)
-    return obj
+# make_result(call_id, name, is_error, value, text, error, duration_ms, truncated,
+# blocked_by, output_ref, notes) and make_call(name, arguments, id): the same objects as
+# the constructors make, built on the hot path without __init__ (harness.hotpath).
+make_result: Callable[..., ToolResult] = slot_maker(ToolResult)
+make_call: Callable[[str, Mapping[str, Any], str], ToolCall] = slot_maker(ToolCall)

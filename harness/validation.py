@@ -27,7 +27,9 @@ from harness.artifacts import checks
 from harness.artifacts.checks import Entry
 from harness.artifacts.frontmatter import KeyLines
 from harness.artifacts.loader import Prepared, artifact_files, find_root, load, prepare_all
-from harness.artifacts.model import HookSpec, Problem, Project, ToolSpec
+from harness.artifacts.model import EVENT_PAYLOAD_KEYS, HookSpec, Problem, Project, ToolSpec
+from harness.runtime.reach import payload_keys
+from harness.runtime.static import Finding, check_script, located
 
 # None: fork when the project has at least PARALLEL_MIN_FILES tool/hook files and more
 # than one core is usable; True: always fork when it is safe (tests); False: never.
@@ -94,25 +96,20 @@ def check_project(root: Path | None = None, *, strict: bool = False) -> Project:
 def _unreachable_keys(entry: Entry, spec: HookSpec) -> list[Problem]:
     """A hook that reads ``payload["x"]`` where its event never carries ``x`` (such as
     ai-harness's ``payload["args"]`` on an event without it) silently sees nothing."""
-    from harness.artifacts.model import EVENT_PAYLOAD_KEYS
-    from harness.runtime.reach import payload_keys
-
     provided = EVENT_PAYLOAD_KEYS.get(spec.event)
     keys = payload_keys(spec.script) if provided is not None else None
     if not keys:
         return []
-    out = []
     lines = spec.script.split("\n")
+    found = []
     for key in sorted(set(keys) - set(provided or ())):
         at = next((i for i, text in enumerate(lines)
                    if f'"{key}"' in text or f"'{key}'" in text), 0)
-        out.append(Problem(
-            path=entry.path, line=(spec.script_line or 1) + at,
-            column=max(spec.script_column, 1), severity="warning", code="payload-key-unknown",
-            message=f'{entry.label} reads payload key "{key}", which {spec.event} payloads '
-                    f"never carry, so it is always missing; they carry: "
-                    f"{', '.join(provided or ())}"))
-    return out
+        found.append(Finding(1 + at, 1, "payload-key-unknown",
+                             f'reads payload key "{key}", which {spec.event} payloads never '
+                             f"carry, so it is always missing; they carry: "
+                             f"{', '.join(provided or ())}", "warning"))
+    return located(found, entry.path, spec.script_line, spec.script_column, entry.label)
 
 
 def run_checks(items: Sequence[tuple[Entry, ToolSpec | HookSpec]]) -> list[list[Problem]]:
@@ -122,8 +119,6 @@ def run_checks(items: Sequence[tuple[Entry, ToolSpec | HookSpec]]) -> list[list[
     Run phase by phase over all items (every schema, then every script): the same
     native code stays hot in the caches, which is measurably faster than item by item.
     """
-    from harness.runtime.static import check_script
-
     found: list[list[Problem]] = [[] for _ in items]
     for out, (entry, spec) in zip(found, items, strict=True):
         if isinstance(spec, ToolSpec):
@@ -183,8 +178,6 @@ def _analyse_files(root: Path) -> tuple[dict[str, Analysed], ParallelRun]:
         return {}, ParallelRun()
     # Import what the children need before forking, so it is imported once.
     import jsonschema_rs  # noqa: F401
-
-    import harness.runtime.static  # noqa: F401
 
     size = max(CHUNK_FILES, -(-len(jobs) // MAX_CHUNKS))
     chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]

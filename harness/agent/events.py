@@ -62,7 +62,7 @@ class LoopHooks:
 
     @staticmethod
     def _why(event: str, out: Any) -> str:
-        return out.reason if out.failed else f'blocked by hook "{out.blocked_by}": {out.reason}'
+        return str(out.why)
 
     def _checked(self, event: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
         out = self._run(event, payload)

@@ -21,11 +21,11 @@ from harness.artifacts.params import (
     as_json,
     compile_error,
     compile_errors,
-    parameter_schema,
     schema_errors,
     suggest,
     unknown_keywords,
 )
+from harness.artifacts.problems import json_path
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -328,10 +328,6 @@ def collisions(tools: Mapping[str, ToolSpec],
                               "rename one of them")
 
 
-def _where(json_path: tuple[Any, ...]) -> str:
-    return "$" + "".join(f"[{k!r}]" if isinstance(k, int) else f".{k}" for k in json_path)
-
-
 def schema_problems(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
     """The generated input schema and ``returns`` must be valid Draft 2020-12 schemas.
 
@@ -345,43 +341,43 @@ def schema_problems(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
         checked = {"type": "object",
                    "properties": {p.name: p.schema for p in spec.parameters}}
         bad = False
-        for json_path, message in schema_errors(checked):
+        for where, message in schema_errors(checked):
             bad = True
-            inside = json_path[:1] == ("properties",)
-            yield entry.problem(("parameters", *json_path[1:]) if inside else ("parameters",),
+            inside = where[:1] == ("properties",)
+            yield entry.problem(("parameters", *where[1:]) if inside else ("parameters",),
                                 "parameters-schema-invalid", f"{entry.label} parameters are not "
-                                f"a valid JSON Schema at {_where(json_path[1:])}: {message}")
+                                f"a valid JSON Schema at {json_path(where[1:])}: {message}")
         if not bad and failure is not None:
             root = "the tool's whole input schema (type, properties, required)"
-            for json_path, key_path, message in compile_errors(spec.input_schema, root, failure):
-                inside = json_path[:1] == ("properties",)
+            for where, key_path, message in compile_errors(spec.input_schema, root, failure):
+                inside = where[:1] == ("properties",)
                 yield entry.problem(("parameters", *key_path[1:]) if inside else ("parameters",),
                                     "parameters-schema-invalid", f"{entry.label} parameters are "
                                     f"not a valid JSON Schema at "
-                                    f"{_where(json_path[1:] if inside else ())}: {message}")
+                                    f"{json_path(where[1:] if inside else ())}: {message}")
     if spec.returns is None:
         return
     # Keys no validator reads, as in parameters; a piece of a sentence is the YAML
     # flow-mapping comma trap, explained.
     for key_path, message, prose in unknown_keywords(spec.returns):
-        where = "" if len(key_path) == 1 else f" at {_where(key_path[:-1])}"
+        at = "" if len(key_path) == 1 else f" at {json_path(key_path[:-1])}"
         yield entry.problem(("returns", *key_path),
                             "schema-flow-comma" if prose else "returns-unknown-key",
-                            f"{entry.label} returns{where}: {message}" if prose
-                            else f"{entry.label} returns{where} has {message}", "warning")
+                            f"{entry.label} returns{at}: {message}" if prose
+                            else f"{entry.label} returns{at} has {message}", "warning")
     failure = compile_error(spec.returns)
     if failure is None:
         return
     bad = False
-    for json_path, message in schema_errors(spec.returns):
+    for where, message in schema_errors(spec.returns):
         bad = True
-        yield entry.problem(("returns", *json_path), "returns-invalid", f"{entry.label} returns "
-                            f"is not a valid JSON Schema at {_where(json_path)}: {message}")
+        yield entry.problem(("returns", *where), "returns-invalid", f"{entry.label} returns "
+                            f"is not a valid JSON Schema at {json_path(where)}: {message}")
     if not bad:
-        for json_path, key_path, message in compile_errors(spec.returns, "the returns schema",
+        for where, key_path, message in compile_errors(spec.returns, "the returns schema",
                                                            failure):
             yield entry.problem(("returns", *key_path), "returns-invalid", f"{entry.label} "
-                                f"returns is not a valid JSON Schema at {_where(json_path)}: "
+                                f"returns is not a valid JSON Schema at {json_path(where)}: "
                                 f"{message}")
 
 
@@ -409,69 +405,3 @@ SCHEMA_FILES = {
     "server": ("harness upstream MCP server declaration", "Frontmatter of "
                ".harness/servers/NAME.md (docs/mcp-servers.md). The body is a note for humans."),
 }
-
-
-def frontmatter_schema(kind: str) -> dict[str, Any]:
-    """The published JSON Schema of ``kind`` (tool, hook, bundle, harness), from the tables.
-
-    ``harness/schemas/<kind>.schema.json`` holds exactly this; a test keeps them equal
-    and checks that they agree with validate on every fixture.
-    """
-    from harness.artifacts.servers import server_schema
-    from harness.config import section_schemas
-
-    def obj(fields: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "object", "properties": dict(fields),
-                               "additionalProperties": False}
-        if required:
-            out["required"] = list(required)
-        return out
-
-    defs = {
-        "parameter": parameter_schema(),
-        "tool": obj(TOOL_FIELDS),
-        "hook": obj(HOOK_FIELDS, HOOK_REQUIRED),
-        "toolEntry": obj({**ENTRY_FIELDS, **TOOL_FIELDS}, ("name",)),
-        # ai-harness keys bundle and inline hooks by `handler:` (the same as `name:`).
-        "hookEntry": {**obj({**ENTRY_FIELDS, "handler": ENTRY_FIELDS["name"], **HOOK_FIELDS},
-                            HOOK_REQUIRED),
-                      "anyOf": [{"required": ["name"]}, {"required": ["handler"]}]},
-    }
-    title, description = SCHEMA_FILES[kind]
-    head: dict[str, Any] = {"$schema": METASCHEMA_URI,
-                            "$id": f"https://harness.dev/schemas/{kind}.schema.json",
-                            "title": title, "description": description}
-    if kind == "server":
-        return {**head, **server_schema()}
-    if kind in ("tool", "hook"):
-        body: dict[str, Any] = {"$ref": f"#/$defs/{kind}"}
-    elif kind == "bundle":
-        body = obj(BUNDLE_FIELDS)
-    else:
-        body = obj({"tools": BUNDLE_FIELDS["tools"], "hooks": BUNDLE_FIELDS["hooks"],
-                    "workspace": {"type": ["string", "null"],
-                                  "description": "Jail root: an existing directory inside the "
-                                  "project root."},
-                    "arguments": {"enum": list(ARGUMENTS), "default": "note",
-                                  "description": "Unknown argument names: note (run, and say "
-                                  "so in the result) or strict (refuse the call)."},
-                    "mcp_servers": {"type": "object", "description": "Upstream MCP servers: "
-                                    "name -> settings (docs/mcp-servers.md).",
-                                    "additionalProperties": {"$ref": "#/$defs/server"}},
-                    **section_schemas()})
-        defs["server"] = server_schema()
-    return {**head, **body, "$defs": defs}
-
-
-def write_schemas(folder: str | None = None) -> list[str]:
-    """Regenerate harness/schemas/*.schema.json from the tables; return the paths written."""
-    import json
-    from pathlib import Path
-
-    target = Path(folder) if folder else Path(__file__).resolve().parents[1] / "schemas"
-    written = []
-    for kind in SCHEMA_FILES:
-        path = target / f"{kind}.schema.json"
-        path.write_text(json.dumps(frontmatter_schema(kind), indent=2) + "\n")
-        written.append(str(path))
-    return written

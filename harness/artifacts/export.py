@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, cast
 
 from harness.artifacts.model import ToolSpec
+from harness.artifacts.problems import type_name
 from harness.errors import UsageError
 
 Format = Literal["openai", "openai-strict", "anthropic", "mcp"]
@@ -332,18 +333,13 @@ def _types(t: Any) -> set[str]:
     return {x for x in t if isinstance(x, str)} if isinstance(t, list) else set()
 
 
+_AS_JSON = {"null": "null", "boolean": "boolean", "integer": "integer", "number": "number",
+            "string": "string", "list": "array"}
+
+
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+    """The JSON Schema type of a JSON value (anything else counts as an object)."""
+    return _AS_JSON.get(type_name(value), "object")
 
 
 def _implied_type(src: dict[str, Any]) -> str | list[str] | None:

@@ -18,9 +18,10 @@ from typing import Any
 from harness.artifacts import checks, servers
 from harness.artifacts.checks import Entry
 from harness.artifacts.frontmatter import KeyLines, fatal, split
-from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec
+from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec, hook_order
 from harness.artifacts.params import a_type, suggest
 from harness.artifacts.params import build as build_parameters
+from harness.config import KNOWN_KEYS, parse_config
 
 HARNESS_MD = "harness.md"
 DOT_HARNESS = ".harness"
@@ -351,8 +352,6 @@ def fenced_yaml(raw: bytes, rel: str, data: Mapping[str, Any]) -> list[Problem]:
 
 
 def _config_keys() -> tuple[str, ...]:
-    from harness.config import KNOWN_KEYS
-
     return KNOWN_KEYS
 
 
@@ -362,8 +361,6 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
     ``prepared`` maps the relative path of ``.harness/tools|hooks/*.md`` files to what
     :func:`prepare_all` returned for them; files missing from it are read here.
     """
-    from harness.config import parse_config
-
     ready: Mapping[str, Prepared] = prepared or {}
     built: dict[int, Prepared] = {}  # id(entry) -> its preparation, for chosen entries
 
@@ -485,7 +482,7 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
         else:
             hooks.append(_hook(e, problems))
         loaded.hook_entries[name] = e
-    hooks.sort(key=lambda h: (h.priority, h.name))
+    hooks.sort(key=hook_order)
 
     def where(spec: ToolSpec) -> tuple[str, int, int]:
         e = loaded.tool_entries[spec.name]

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from harness.artifacts.problems import Problem, Severity  # re-exported: the old home
+
 if TYPE_CHECKING:
-    from harness.artifacts.servers import ServerSpec
     from harness.config import Config
 
-Severity = Literal["error", "warning"]
+__all__ = ["Problem", "Severity"]  # and the specs below
 
 TOOL_EVENTS = ("tool.pre", "tool.post", "session.start", "session.end", "meta.tool_register",
                "turn.start", "turn.end", "completion.pre", "completion.post", "agent.stop",
@@ -38,22 +39,6 @@ EVENT_PAYLOAD_KEYS: dict[str, tuple[str, ...]] = {
                    "usage", "turn", "session"),
     "error": ("error", "kind", "turn", "session"),
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Problem:
-    """One thing wrong with an artifact. ``line``/``column`` are 1-based; 0 = unknown."""
-
-    path: str
-    line: int = 0
-    column: int = 0
-    severity: Severity = "error"
-    code: str
-    message: str
-
-    def render(self) -> str:
-        where = f"{self.path}:{self.line}:{self.column}"
-        return f"{where}: {self.severity}: {self.message} [{self.code}]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +99,81 @@ class HookSpec:
     on_error: Literal["block", "allow"] = "block"
     description: str = ""
     source: Source
+
+
+def hook_order(hook: HookSpec) -> tuple[int, str]:
+    """The one order of hooks on an event (SPEC §4): priority, then name."""
+    return (hook.priority, hook.name)
+
+
+# -- upstream MCP servers (parsed by artifacts/servers.py) ------------------------------
+
+DEFAULT_TIMEOUT_MS = 60000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetrySpec:
+    """A retry policy as declared: ``None`` = not given here (the next level decides)."""
+
+    max_attempts: int | None = None
+    retry_on: tuple[str, ...] | None = None
+    backoff_ms: int | None = None
+    retry_non_idempotent: bool | None = None
+
+    def over(self, lower: RetrySpec) -> RetrySpec:
+        """This policy, with every field left out taken from ``lower``."""
+        return RetrySpec(
+            max_attempts=lower.max_attempts if self.max_attempts is None else self.max_attempts,
+            retry_on=lower.retry_on if self.retry_on is None else self.retry_on,
+            backoff_ms=lower.backoff_ms if self.backoff_ms is None else self.backoff_ms,
+            retry_non_idempotent=(lower.retry_non_idempotent if self.retry_non_idempotent
+                                  is None else self.retry_non_idempotent))
+
+
+# Each field's own default: one attempt (no retry), transient failures and HTTP 5xx
+# when retries are asked for, 200 ms doubling backoff, never a non-idempotent tool.
+DEFAULT_RETRY = RetrySpec(max_attempts=1, retry_on=("transient", "5xx"), backoff_ms=200,
+                          retry_non_idempotent=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSettings:
+    timeout_ms: int | None = None
+    retry: RetrySpec = field(default_factory=RetrySpec)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerSpec:
+    name: str
+    transport: Literal["stdio", "http"] = "stdio"
+    command: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)  # values may hold ${env:NAME}
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    allow: tuple[str, ...] = ("*",)
+    deny: tuple[str, ...] = ()
+    per_tool: Mapping[str, ToolSettings] = field(default_factory=dict)
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    loading: Literal["eager", "deferred"] = "deferred"
+    retry: RetrySpec = field(default_factory=RetrySpec)
+    sandbox: str | None = None  # None: follow exec.sandbox
+    allowed_domains: tuple[str, ...] = ()
+    enabled: bool = True
+    description: str = ""
+    source: Source
+
+    def retry_for(self, tool: str) -> RetrySpec:
+        settings = self.per_tool.get(tool)
+        own = settings.retry if settings is not None else RetrySpec()
+        return own.over(self.retry).over(DEFAULT_RETRY)
+
+    def timeout_for(self, tool: str) -> int:
+        settings = self.per_tool.get(tool)
+        if settings is not None and settings.timeout_ms is not None:
+            return settings.timeout_ms
+        return self.timeout_ms
+
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,12 +9,12 @@ validator compiled once.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from harness.artifacts.model import Parameter, Problem
+from harness.artifacts.model import Parameter
+from harness.artifacts.problems import Problem, a_type, as_json, json_path, suggest
 
 TYPES = ("string", "number", "integer", "boolean", "object", "array")
 METASCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
@@ -36,56 +36,8 @@ KEYWORDS = frozenset((
 Pos = Callable[[tuple[Any, ...]], tuple[int, int]]
 
 
-def _json_path(keys: tuple[Any, ...]) -> str:
-    return "$" + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys)
-
-
-def as_json(value: Any) -> str:
-    """A value as JSON writes it (``null``, ``"5"``, ``true``), for messages."""
-    import json
-
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-def type_name(value: Any) -> str:
-    """YAML-ish name of a Python value's type, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "mapping"
-    return type(value).__name__
-
-
-def a_type(value: Any) -> str:
-    """``an integer``, ``a string``, ``a list``, ... or ``null`` (for "got ..." messages)."""
-    name = type_name(value)
-    if name == "null":
-        return name
-    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
-
-
 # Type names other formats use -> the JSON Schema name they load as (with a warning).
 TYPE_ALIASES = {"int": "integer", "bool": "boolean"}
-
-
-def suggest(word: str, choices: Any) -> str:
-    """`` (did you mean "x"?)`` or ``""``."""
-    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f' (did you mean "{match[0]}"?)' if match else ""
 
 
 def build(
@@ -156,7 +108,7 @@ def build(
         for key_path, message, prose in unknown_keywords(spec):
             if key_path == ("required",):
                 continue  # our own keyword, lifted into the object's required list
-            where = "" if len(key_path) == 1 else f" at {_json_path(key_path[:-1])}"
+            where = "" if len(key_path) == 1 else f" at {json_path(key_path[:-1])}"
             err((*at, *key_path), "schema-flow-comma" if prose else "parameter-unknown-key",
                 f"{label}{where}: {message}" if prose else f"{label}{where} has {message}",
                 "warning")

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from harness.artifacts.checks import Entry, unknown_keys
-from harness.artifacts.model import Problem, Source
+from harness.artifacts.model import (  # noqa: F401 - the specs: re-exported
+    DEFAULT_RETRY,
+    DEFAULT_TIMEOUT_MS,
+    Problem,
+    RetrySpec,
+    ServerSpec,
+    Source,
+    ToolSettings,
+)
 from harness.artifacts.params import a_type, suggest
 
 SERVER_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
@@ -27,73 +34,6 @@ SERVER_KEYS = ("command", "env", "cwd", "url", "headers", "tools", "per_tool", "
 INLINE_KEYS = (*SERVER_KEYS, "description")
 RETRY_KEYS = ("max_attempts", "retry_on", "backoff_ms", "retry_non_idempotent")
 PER_TOOL_KEYS = ("timeout_ms", "retry")
-DEFAULT_TIMEOUT_MS = 60000
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RetrySpec:
-    """A retry policy as declared: ``None`` = not given here (the next level decides)."""
-
-    max_attempts: int | None = None
-    retry_on: tuple[str, ...] | None = None
-    backoff_ms: int | None = None
-    retry_non_idempotent: bool | None = None
-
-    def over(self, lower: RetrySpec) -> RetrySpec:
-        """This policy, with every field left out taken from ``lower``."""
-        return RetrySpec(
-            max_attempts=lower.max_attempts if self.max_attempts is None else self.max_attempts,
-            retry_on=lower.retry_on if self.retry_on is None else self.retry_on,
-            backoff_ms=lower.backoff_ms if self.backoff_ms is None else self.backoff_ms,
-            retry_non_idempotent=(lower.retry_non_idempotent if self.retry_non_idempotent
-                                  is None else self.retry_non_idempotent))
-
-
-# Each field's own default: one attempt (no retry), transient failures and HTTP 5xx
-# when retries are asked for, 200 ms doubling backoff, never a non-idempotent tool.
-DEFAULT_RETRY = RetrySpec(max_attempts=1, retry_on=("transient", "5xx"), backoff_ms=200,
-                          retry_non_idempotent=False)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolSettings:
-    timeout_ms: int | None = None
-    retry: RetrySpec = field(default_factory=RetrySpec)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServerSpec:
-    name: str
-    transport: Literal["stdio", "http"] = "stdio"
-    command: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)  # values may hold ${env:NAME}
-    cwd: str | None = None
-    url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    allow: tuple[str, ...] = ("*",)
-    deny: tuple[str, ...] = ()
-    per_tool: Mapping[str, ToolSettings] = field(default_factory=dict)
-    timeout_ms: int = DEFAULT_TIMEOUT_MS
-    loading: Literal["eager", "deferred"] = "deferred"
-    retry: RetrySpec = field(default_factory=RetrySpec)
-    sandbox: str | None = None  # None: follow exec.sandbox
-    allowed_domains: tuple[str, ...] = ()
-    enabled: bool = True
-    description: str = ""
-    source: Source
-
-    def retry_for(self, tool: str) -> RetrySpec:
-        settings = self.per_tool.get(tool)
-        own = settings.retry if settings is not None else RetrySpec()
-        return own.over(self.retry).over(DEFAULT_RETRY)
-
-    def timeout_for(self, tool: str) -> int:
-        settings = self.per_tool.get(tool)
-        if settings is not None and settings.timeout_ms is not None:
-            return settings.timeout_ms
-        return self.timeout_ms
-
-
 def env_refs(value: str) -> list[str]:
     """The operator environment variables a value names with ``${env:NAME}``."""
     return ENV_REF_RE.findall(value)

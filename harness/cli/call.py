@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from harness.cli.common import root_option
+from harness.cli.common import CliError, root_option
 from harness.errors import LoadError
 
 
@@ -86,7 +85,7 @@ def command(tool: str, arguments: str | None, args: tuple[str, ...], fmt: str,
     except LoadError as exc:
         for p in exc.problems:
             click.echo(p.render(), err=True)
-        sys.exit(2)
+        raise CliError(exit_code=exc.exit_code) from None
     spec = h.all_tools.get(tool)
     properties = spec.input_schema.get("properties", {}) if spec is not None else {}
     for key, raw in pairs:
@@ -105,4 +104,5 @@ def command(tool: str, arguments: str | None, args: tuple[str, ...], fmt: str,
         click.echo(result.text, err=True)
     else:
         click.echo(result.text)
-    sys.exit(1 if result.is_error else 0)
+    if result.is_error:
+        raise CliError(exit_code=1)

@@ -1,17 +1,20 @@
 """Options and helpers shared by several commands.
 
-Exit codes are handled at one boundary: :func:`handle_errors` wraps a command and maps
-every :class:`~harness.errors.HarnessError` to its ``exit_code`` (a :class:`LoadError`
-prints its errors on stderr first). Commands never call ``sys.exit``.
+Exit codes are handled at one boundary, :class:`harness.cli.main.Boundary`: a command
+fails by raising a :class:`~harness.errors.HarnessError`, which carries its
+``exit_code`` (:class:`CliError` for the CLI's own failures, with or without a
+message). Commands never call ``sys.exit`` nor raise ``click.exceptions.Exit``; click's
+own ``click.UsageError`` remains for malformed command lines (it prints the usage).
+
+Commands import what they run inside their function, on purpose: ``harness --help``
+and a command's own start-up load only what that command needs.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,8 +22,6 @@ from harness.errors import HarnessError, LoadError
 
 if TYPE_CHECKING:
     from harness.artifacts.model import Problem, Project
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 root_option = click.option(
     "--root",
@@ -30,28 +31,22 @@ root_option = click.option(
 )
 
 
-class CliError(click.ClickException):
-    """A failure reported as ``Error: MESSAGE`` on stderr with a chosen exit code."""
+class CliError(HarnessError):
+    """A command failed: ``Error: MESSAGE`` on stderr (nothing more when the command
+    has reported it already: an empty message), then exit with ``exit_code``."""
 
-    def __init__(self, message: str, exit_code: int = 1) -> None:
+    def __init__(self, message: str = "", exit_code: int = 1) -> None:
         super().__init__(message)
-        self.exit_code = exit_code  # type: ignore[misc]
+        self.exit_code = exit_code
 
 
-def handle_errors(fn: F) -> F:
-    """Map harness exceptions raised by a command to messages and exit codes."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except LoadError as e:
-            echo_problems([p for p in e.problems if p.severity == "error"] or e.problems)
-            raise click.exceptions.Exit(e.exit_code) from e
-        except HarnessError as e:
-            raise CliError(str(e), e.exit_code) from e
-
-    return wrapper  # type: ignore[return-value]
+def report(exc: HarnessError) -> int:
+    """Print what ``exc`` says on stderr; its exit code (the CLI's one boundary)."""
+    if isinstance(exc, LoadError):
+        echo_problems([p for p in exc.problems if p.severity == "error"] or exc.problems)
+    elif str(exc):
+        click.echo(f"Error: {exc}", err=True)
+    return exc.exit_code
 
 
 def resolve_root(root: Path | None) -> Path:
@@ -76,7 +71,7 @@ def load_or_exit(root: Path | None) -> Project:
     project = check_project(base)
     if not project.ok:
         echo_problems([p for p in project.problems if p.severity == "error"], base)
-        raise click.exceptions.Exit(LoadError.exit_code)
+        raise CliError(exit_code=LoadError.exit_code)
     allowed = {n: t for n, t in project.tools.items() if policy_allows(project.config, n)}
     if len(allowed) != len(project.tools):
         project = replace(project, tools=allowed)
@@ -91,17 +86,3 @@ def echo_problems(problems: Iterable[Problem], root: Path | None = None) -> None
         click.echo(line, err=True)
 
 
-def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
-    """The closest of ``choices`` to ``name``, or None when nothing is close."""
-    found = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return found[0] if found else None
-
-
-def unknown_tool_message(name: str, available: Iterable[str]) -> str:
-    """``unknown tool "x"; available: a, b, c; did you mean "y"?`` (SPEC §9 wording)."""
-    names = sorted(available)
-    msg = f'unknown tool "{name}"; available: {", ".join(names) if names else "(none)"}'
-    close = did_you_mean(name, names)
-    if close is not None:
-        msg += f'; did you mean "{close}"?'
-    return msg

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli.common import echo_problems, handle_errors, resolve_root, root_option
+from harness.cli.common import CliError, echo_problems, resolve_root, root_option
 
 if TYPE_CHECKING:
     from harness.testing.runner import Runner
@@ -39,7 +39,6 @@ FORMATS = ("text", "json", "github", "junit")
               help="text, json, github annotations or junit XML.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the report to FILE (stdout gets the summary line).")
-@handle_errors
 def command(paths: tuple[Path, ...], root: Path | None, model: str | None,
             provider: str | None, base_url: str | None, case_name: str | None, dry_run: bool,
             max_tokens: int | None, fmt: str, output: Path | None) -> None:
@@ -63,7 +62,7 @@ def command(paths: tuple[Path, ...], root: Path | None, model: str | None,
         if problems:
             echo_problems(problems, runner.root)
         if errors:
-            raise click.exceptions.Exit(2)
+            raise CliError(exit_code=2)
         if case_name:
             cases = [c for c in cases if case_name.lower() in c.name.lower()]
         if not dry_run and cases:
@@ -91,7 +90,7 @@ def command(paths: tuple[Path, ...], root: Path | None, model: str | None,
     else:
         click.echo(report)
     if not dry_run and any(not r.passed for r in rows):
-        raise click.exceptions.Exit(1)
+        raise CliError(exit_code=1)
 
 
 def _runner(root: Path) -> Runner:

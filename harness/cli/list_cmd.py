@@ -15,7 +15,7 @@ import click
 
 from harness.artifacts.model import TOOL_EVENTS, HookSpec, Project, ToolSpec
 from harness.cli import render
-from harness.cli.common import handle_errors, load_or_exit, root_option
+from harness.cli.common import load_or_exit, root_option
 
 SUMMARY_WIDTH = 80
 
@@ -111,7 +111,6 @@ def json_listing(project: Project) -> dict[str, Any]:
     show_default=True,
     help="Output format.",
 )
-@handle_errors
 def command(root: Path | None, fmt: str) -> None:
     """List tools (one-line description; deferred/disabled marked) and hooks."""
     project = load_or_exit(root)

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-import sys
+from typing import Any
 
 import click
 
 from harness.cli import call, init, list_cmd, run, schema_cmd, serve, validate
+from harness.cli.common import report
+from harness.errors import HarnessError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Boundary(click.Group):
+    """The one place exit codes are decided: a command that raises a HarnessError
+    exits with the error's ``exit_code`` after its message (``Error: ...``, or a
+    LoadError's problems) is printed on stderr."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as exc:
+            raise click.exceptions.Exit(report(exc)) from exc
+
+
+@click.group(cls=Boundary, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="harness-md")
 def cli() -> None:
     """Tools for language models as Markdown files."""
@@ -37,7 +51,7 @@ _add_testing_commands()
 
 def main() -> None:
     """Console-script entry point."""
-    sys.exit(cli.main(standalone_mode=True))
+    cli.main(standalone_mode=True)  # click exits with the code Boundary chose
 
 
 if __name__ == "__main__":

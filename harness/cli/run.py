@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli.common import handle_errors, root_option
+from harness.cli.common import root_option
 
 if TYPE_CHECKING:
     from harness.results import ToolCall, ToolResult
@@ -64,7 +64,6 @@ class _Console:
               help="Environment variable holding the API key (overrides model.api_key_env).")
 @click.option("--max-rounds", type=click.IntRange(min=0), default=None, metavar="N",
               help="Tool rounds allowed (overrides limits.max_tool_calls_per_turn).")
-@handle_errors
 def command(prompt: str, root: Path | None, model: str | None, provider: str | None,
             base_url: str | None, api_key_env: str | None, max_rounds: int | None) -> None:
     """Answer PROMPT with a model that may call this project's tools ("-" reads stdin)."""

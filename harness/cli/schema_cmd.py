@@ -25,13 +25,12 @@ from harness.artifacts.export import (
     strict_incompatibilities,
 )
 from harness.artifacts.model import Project, ToolSpec
+from harness.artifacts.problems import unknown_tool_message
 from harness.cli import render
 from harness.cli.common import (
     CliError,
-    handle_errors,
     load_or_exit,
     root_option,
-    unknown_tool_message,
 )
 
 
@@ -63,7 +62,6 @@ def find_tool(project: Project, name: str, fmt: str) -> ToolSpec:
     show_default=True,
     help="Provider format.",
 )
-@handle_errors
 def command(tool: str | None, root: Path | None, fmt: str) -> None:
     """Print tool definitions as sent to a provider (all tools, or TOOL alone)."""
     project = load_or_exit(root)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.common import CliError, handle_errors, resolve_root, root_option
+from harness.cli.common import CliError, resolve_root, root_option
 
 
 @click.command()
@@ -45,7 +45,6 @@ from harness.cli.common import CliError, handle_errors, resolve_root, root_optio
               show_default=True, help="Seconds between checks for changed files (--watch).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True, help="Log level (logs go to stderr).")
-@handle_errors
 def command(root: Path | None, transport: str, host: str, port: int,
             auth_token_env: str | None, allowed_hosts: tuple[str, ...],
             allowed_origins: tuple[str, ...], header_timeout: float, max_connections: int,
@@ -69,7 +68,7 @@ def command(root: Path | None, transport: str, host: str, port: int,
             pass
         return
     try:
-        from harness.serve.mcp import serve
+        from harness.serve.entry import serve
     except ImportError as exc:
         raise CliError(f"harness serve needs the MCP SDK ({exc}); install it with "
                        "pip install 'harness-md[mcp]'", exit_code=2) from exc

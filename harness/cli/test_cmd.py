@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.common import echo_problems, handle_errors, resolve_root, root_option
+from harness.cli.common import CliError, echo_problems, resolve_root, root_option
 
 FORMATS = ("text", "json", "github", "junit")
 
@@ -32,7 +32,6 @@ FORMATS = ("text", "json", "github", "junit")
 @click.option("--coverage", is_flag=True,
               help="Also list tools and hooks no case reached, and hook decisions (block, "
                    "modify) no case produced.")
-@handle_errors
 def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt: str,
             output: Path | None, jobs: int | None, coverage: bool) -> None:
     """Run the cases of test files (default: every .harness/tests/*.md)."""
@@ -46,12 +45,12 @@ def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt
             echo_problems(problems, runner.root)
             click.echo("test files have errors; fix them (harness validate shows them too)",
                        err=True)
-            raise click.exceptions.Exit(2)
+            raise CliError(exit_code=2)
         if not any(tf.cases for tf in files):
             where = f'match -k "{pattern}"' if pattern else "were found"
             click.echo(f"no test cases {where} (test files: .harness/tests/*.md; see "
                        "docs/testing.md)", err=True)
-            raise click.exceptions.Exit(2)
+            raise CliError(exit_code=2)
         workers = jobs or min(8, len(os.sched_getaffinity(0)) if hasattr(
             os, "sched_getaffinity") else (os.cpu_count() or 1))
         result = runner.run(files, jobs=workers)
@@ -79,4 +78,4 @@ def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt
     else:
         click.echo(report)
     if not result.ok:
-        raise click.exceptions.Exit(1)
+        raise CliError(exit_code=1)

@@ -12,7 +12,7 @@ import click
 
 from harness.artifacts.model import Project
 from harness.cli import render
-from harness.cli.common import handle_errors, resolve_root, root_option
+from harness.cli.common import CliError, resolve_root, root_option
 
 
 @click.command()
@@ -29,7 +29,6 @@ from harness.cli.common import handle_errors, resolve_root, root_option
 @click.option("--connect", is_flag=True,
               help="Also start each upstream MCP server, list its tools and report problems "
                    "(without it validate is offline).")
-@handle_errors
 def command(root: Path | None, fmt: str, strict: bool, connect: bool) -> None:
     """Check every tool, hook, bundle and harness.md; report every problem."""
     from harness.validation import check_project
@@ -62,7 +61,7 @@ def command(root: Path | None, fmt: str, strict: bool, connect: bool) -> None:
             click.echo(f'server "{name}": {len(tools)} tools: {", ".join(tools) or "(none)"}')
         click.echo(render.summary(project))
     if not project.ok:
-        raise click.exceptions.Exit(1)
+        raise CliError(exit_code=1)
 
 
 def _with_test_files(project: Project, strict: bool) -> Project:
@@ -70,7 +69,7 @@ def _with_test_files(project: Project, strict: bool) -> Project:
     from dataclasses import replace
 
     from harness.artifacts.checks import UNKNOWN_KEY_CODES
-    from harness.testing.spec import check_tests
+    from harness.testing.check import check_tests
 
     found = check_tests(project.root, project)
     if not found:

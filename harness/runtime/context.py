@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
 from harness.config import Config
+from harness.hotpath import slot_maker
 
 
 class CacheStore(Protocol):
@@ -59,35 +60,11 @@ class CallContext:
         return max(0.0, (self.deadline - time.monotonic()) * 1000.0)
 
 
-_CTX_SLOTS = ("config", "session_id", "call_id", "tool", "kind", "deadline", "cache", "log",
-              "host", "extras")
-
-
-def make_context(config: Config, session_id: str, call_id: str, tool: str,
-                 cache: CacheStore | None, log: LogSink | None,
-                 host: Callable[[str, Mapping[str, Any]], Any] | None) -> CallContext:
-    """Build a CallContext on the hot path (same object as the constructor makes).
-
-    One is made per call; writing the slots through their descriptors skips the
-    keyword parsing of the generated ``__init__`` (see ``results.make_result``).
-    """
-    obj = _new(CallContext)
-    _S_CONFIG(obj, config)
-    _S_SESSION(obj, session_id)
-    _S_CALL_ID(obj, call_id)
-    _S_TOOL(obj, tool)
-    _S_KIND(obj, "tool")
-    _S_DEADLINE(obj, None)
-    _S_CACHE(obj, cache)
-    _S_LOG(obj, log)
-    _S_HOST(obj, host)
-    _S_EXTRAS(obj, {})
-    return obj
-
-
-_new = object.__new__
-(_S_CONFIG, _S_SESSION, _S_CALL_ID, _S_TOOL, _S_KIND, _S_DEADLINE, _S_CACHE, _S_LOG, _S_HOST,
- _S_EXTRAS) = (CallContext.__dict__[n].__set__ for n in _CTX_SLOTS)
+# make_context(config, session_id, call_id, tool, cache, log, host): one per call,
+# the other fields at their defaults (harness.hotpath).
+make_context: Callable[[Config, str, str, str, CacheStore | None, LogSink | None,
+                        Callable[[str, Mapping[str, Any]], Any] | None], CallContext] = \
+    slot_maker(CallContext, "config", "session_id", "call_id", "tool", "cache", "log", "host")
 
 
 class Outcome(NamedTuple):
@@ -125,6 +102,8 @@ class ScriptRuntime(Protocol):
         ...
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
-                  payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome: ...
+                  payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+        """In Starlark; the hook chain has tried the Python evaluator (``when.fast_value``)."""
+        ...
 
     def close(self) -> None: ...

@@ -21,12 +21,13 @@ import starlark as sl
 
 from harness import surface
 from harness.errors import BuiltinError
-from harness.runtime import crossing, nesting
+from harness.hotpath import tuple_maker
+from harness.runtime import crossing, nesting, prewarm
 from harness.runtime.builtins.calls import rename_calls
 from harness.runtime.cancel import CANCELLED
 from harness.runtime.context import CallContext, Outcome
 from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
-from harness.runtime.when import fast_when
+from harness.runtime.when import when_source
 
 MAX_CALLSTACK = 64
 _FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta", "pure", "session_state",
@@ -36,7 +37,7 @@ _ctx: contextvars.ContextVar[CallContext] = contextvars.ContextVar("harness_call
 _ctx_set = _ctx.set
 _ctx_reset = _ctx.reset
 _monotonic = time.monotonic
-_tuple_new = tuple.__new__
+_outcome = tuple_maker(Outcome)  # one per script run
 _CONTAINERS = (list, dict)
 
 
@@ -122,6 +123,44 @@ class TooDeep(Exception):
     """A script nests deeper than the parser's stack allows (see runtime/nesting.py)."""
 
 
+class CompiledScripts:
+    """Frozen modules by (kind, file, line, source): the engine's compile cache.
+
+    The source string is the key (str caches its hash, so a hit is one dict lookup;
+    hashing the text per call would dominate a fast call). In front of the full map,
+    the last module per source is checked with kind and file compared by identity,
+    which is what a hit on the hot path always is; anything else takes the full key.
+    ``put`` runs under a lock (calls run on several threads).
+    """
+
+    __slots__ = ("last", "_all", "_lock")
+
+    def __init__(self) -> None:
+        # source -> (kind, filename, line, module) of its last use: the engine checks
+        # it inline (``hit[0] is kind and ...``) before calling get().
+        self.last: dict[str, tuple[str, str, int, sl.FrozenModule]] = {}
+        self._all: dict[tuple[str, str, int, str], sl.FrozenModule] = {}
+        self._lock = threading.Lock()
+
+    def get(self, kind: str, source: str, filename: str, line: int) -> sl.FrozenModule | None:
+        hit = self.last.get(source)
+        if hit is not None and hit[0] is kind and hit[1] is filename and hit[2] == line:
+            return hit[3]
+        frozen = self._all.get((kind, filename, line, source))
+        if frozen is not None:
+            self.last[source] = (kind, filename, line, frozen)
+        return frozen
+
+    def put(self, kind: str, source: str, filename: str, line: int,
+            frozen: sl.FrozenModule) -> None:
+        with self._lock:
+            self._all[(kind, filename, line, source)] = frozen
+            self.last[source] = (kind, filename, line, frozen)
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+
 class Engine:
     """Compiles scripts into frozen modules (cached) and calls them under a deadline."""
 
@@ -130,8 +169,8 @@ class Engine:
         self._globals = sl.Globals.extended_by([sl.LibraryExtension.StructType])
         self._dialect = sl.Dialect.standard()
         self._dialect.enable_load = False
-        self._compiled: dict[tuple[str, str, int, str], sl.FrozenModule] = {}
-        self._last: dict[str, tuple[str, str, int, sl.FrozenModule]] = {}
+        self._compiled = CompiledScripts()
+        self._last = self._compiled.last.get
         self._lock = threading.Lock()
         # Tool modules with crossing's wrapper, and those of them called through it
         # (from their first list or dict result on: an int-returning tool never pays).
@@ -185,8 +224,7 @@ class Engine:
         """Compile ``source`` (whose first line is ``line`` of ``filename``), cached."""
         # The source string itself is the content key: str caches its hash, so a hit
         # costs one dict lookup (hashing the text per call would dominate a fast call).
-        key = (kind, filename, line, source)
-        frozen = self._compiled.get(key)
+        frozen = self._compiled.get(kind, source, filename, line)
         if frozen is not None:
             return frozen
         padded = "\n" * max(line - 1, 0) + rename_calls(source)
@@ -199,10 +237,10 @@ class Engine:
         sl.eval_with(self._options, module, ast, self._globals)
         wrapped = kind == "tool" and crossing.add_wrapper(module, self._dialect)
         frozen = module.freeze()
-        with self._lock:
-            if wrapped:
+        if wrapped:
+            with self._lock:
                 self._json_able.add(frozen)
-            self._compiled[key] = frozen
+        self._compiled.put(kind, source, filename, line, frozen)
         return frozen
 
     # -- calls -------------------------------------------------------------------
@@ -218,14 +256,12 @@ class Engine:
                 ctx.deadline = deadline
         token = _ctx_set(ctx)
         try:
-            # The source string is the key (its hash is cached by str); kind, file and
-            # line are compared by identity first, which is what a hit always is.
-            hit = self._last.get(source)
+            hit = self._last(source)  # CompiledScripts.last: the hot path, inline
             if hit is not None and hit[0] is kind and hit[1] is filename and hit[2] == line:
                 frozen = hit[3]
             else:
-                frozen = self.compile(kind, source, filename, line)
-                self._last[source] = (kind, filename, line, frozen)
+                frozen = self._compiled.get(kind, source, filename, line) or self.compile(
+                    kind, source, filename, line)
             # starlark-pyo3 converts return values through JSON, so what comes back is
             # JSON-compatible by construction; anything else raised a serde error.
             if frozen in self._json_run and entry == _TOOL_ENTRY:
@@ -246,8 +282,7 @@ class Engine:
         finally:
             _ctx_reset(token)
             ctx.deadline = outer
-        # tuple.__new__ skips the NamedTuple's Python-level __new__ (hot path).
-        return _tuple_new(Outcome, ("ok", value, None, (_monotonic() - start) * 1000.0))
+        return _outcome(("ok", value, None, (_monotonic() - start) * 1000.0))
 
 
 def _ms(start: float) -> float:
@@ -330,17 +365,12 @@ class InProcessRuntime:
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
-        fast = fast_when(expr, event, payload, filename, line)
-        if fast is not None:
-            return fast
         ctx.kind = "when"
         return self.engine.call("when", when_source(expr), filename, line, "harness_when",
                                 (event, dict(payload)), ctx, timeout_ms)
 
     def close(self) -> None:
         # Prepared sandboxes belong to the process; close() leaves nothing behind.
-        from harness.runtime import prewarm
-
         prewarm.discard_all()
 
 
@@ -357,8 +387,3 @@ def hook_call(script: str, event: object, payload: object) -> tuple[str, str, tu
     elif not isinstance(payload, dict):
         payload = dict(payload)  # type: ignore[call-overload]
     return script, _HOOK_ENTRY, (event, payload)
-
-
-def when_source(expr: str) -> str:
-    """Wrap a ``when`` expression as a function; line 1 of the result is line 1 of expr."""
-    return "def harness_when(event, payload): return (" + expr.strip() + "\n)\n"

@@ -39,7 +39,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 
 from harness.runtime import seccomp
-from harness.runtime.worker_main import readable
+from harness.runtime.wire import readable
 
 ENABLED = os.environ.get("HARNESS_PREWARM", "1") != "0"
 # Worker processes run one thread (worker_main lifts RLIMIT_AS around each fork):

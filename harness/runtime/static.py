@@ -4,20 +4,27 @@
 linter and its globals check (``AstModule.typecheck``), then checks what the parser
 cannot know: ``module.function`` uses against the built-in surface of SPEC §7
 (:mod:`harness.surface`), ``load`` statements, and the entry point (``run(args)``
-for tools, ``handle(event, payload)`` for hooks). Positions are file positions: the
-source is padded with ``first_line - 1`` newlines before parsing.
+for tools, ``handle(event, payload)`` for hooks).
+
+Every check yields location-free :class:`Finding` s: positions inside the script
+(line 1 is its first line, columns as written), messages without the owner. One
+driver, :func:`check_script`, maps them to the file (where the script starts, its block
+indentation, the ``when`` wrapper) and names the owner, the way jsonschema's keyword
+functions yield errors and the validator adds the path.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from functools import cache
+from typing import NamedTuple
 
 import starlark as sl
 
 from harness import surface
 from harness.artifacts.model import Problem
-from harness.artifacts.params import suggest
+from harness.artifacts.problems import Severity, suggest
 from harness.runtime import nesting
 from harness.runtime.builtins.calls import rename_calls
 
@@ -74,117 +81,125 @@ def provided(kind: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def _problem(filename: str, line: int, column: int, code: str, message: str,
-             severity: str = "error") -> Problem:
-    return Problem(path=filename, line=line, column=column, code=code, message=message,
-                   severity=severity)  # type: ignore[arg-type]
+class Finding(NamedTuple):
+    """One problem of a script, located in the script: ``line`` 1-based from its first
+    line, ``column`` 1-based as written; the message without its owner."""
 
-
-def _shift(line: int, column: int, first_line: int, first_column: int, kind: str) -> int:
-    """File column for a 1-based script column: block indentation, and the when prefix."""
-    if kind == "when" and line == first_line:
-        column = max(column - len(_WHEN_PREFIX), 1)
-        return column + max(first_column - 1, 0)
-    return column + max(first_column - 1, 0)
+    line: int
+    column: int
+    code: str
+    message: str
+    severity: Severity = "error"
 
 
 def check_script(source: str, filename: str, first_line: int = 1, kind: str = "tool",
                  *, first_column: int = 1, owner: str = "") -> list[Problem]:
     """Every static problem of one script (``kind`` is ``tool``, ``hook`` or ``when``).
 
-    ``filename`` is what problems name; ``first_line``/``first_column`` locate the
-    script's first character in that file; ``owner`` (``tool "x"``) prefixes messages.
+    The one place findings become problems: ``filename`` is what they name,
+    ``first_line``/``first_column`` locate the script's first character in that file
+    (every line of a block is indented alike), ``owner`` (``tool "x"``) prefixes messages.
     """
+    return located(findings(source, kind), filename, first_line, first_column, owner)
+
+
+def located(found: Iterable[Finding], filename: str, first_line: int = 1,
+            first_column: int = 1, owner: str = "") -> list[Problem]:
+    """Findings of a script that starts at ``first_line``/``first_column`` of
+    ``filename``, as problems of that file."""
     who = f"{owner} " if owner else ""
+    line0, indent = max(first_line, 1) - 1, max(first_column - 1, 0)
+    return [Problem(path=filename, line=line0 + f.line, column=f.column + indent, code=f.code,
+                    message=who + f.message, severity=f.severity)
+            for f in found]
+
+
+def _at(line: int, column: int, kind: str) -> tuple[int, int]:
+    """Script position of a 1-based position in the parsed text (the when wrapper out)."""
+    if kind == "when" and line == 1:
+        return line, max(column - len(_WHEN_PREFIX), 1)
+    return line, column
+
+
+def findings(source: str, kind: str = "tool") -> Iterator[Finding]:
+    """Every static problem of one script, located in the script (see :class:`Finding`)."""
     what = "when expression" if kind == "when" else "script"
-    first_line = max(first_line, 1)
-    pad = "\n" * (first_line - 1)
     if kind == "when":
-        several = _not_one_expression(source, filename, first_line, first_column, who)
+        several = _not_one_expression(source)
         if several is not None:
-            return [several]
-        text = f"{pad}{_WHEN_PREFIX}{source.strip()}\n)\n"
+            yield several
+            return
+        text = f"{_WHEN_PREFIX}{source.strip()}\n)\n"
     else:
         # log("x") and assert(...) run renamed (runtime/builtins/calls.py); check what runs.
         source = rename_calls(source)
-        text = pad + source
+        text = source
     # Deep nesting overflows the parser's native stack (SIGSEGV): refuse it first.
     deep = nesting.too_deep(text)
     if deep is not None:
-        line, column = deep
-        column = _shift(line, column, first_line, first_column, kind)
-        return [_problem(filename, line, column, "script-too-deep",
-                         f"{who}{nesting.message(what)}")]
-    # The parser wants valid UTF-8; a file name may carry undecodable bytes (surrogates).
-    label = filename.encode("utf-8", "replace").decode("utf-8")
+        yield Finding(*_at(*deep, kind), "script-too-deep", nesting.message(what))
+        return
     try:
-        ast = sl.parse(label, text, dialect())
+        ast = sl.parse("script", text, dialect())
     except sl.StarlarkError as exc:
-        message = str(exc)
-        head = message.strip().splitlines()[0] if message.strip() else "syntax error"
-        head = head.removeprefix("error: ")
-        loc = _LOCATION.search(message)
-        line, column = (int(loc.group(1)), int(loc.group(2))) if loc else (first_line, 1)
-        column = _shift(line, column, first_line, first_column, kind)
-        last = first_line + source.strip().count("\n")
-        at_eof = re.search(r"^\s*\d+\s*\|", message, re.M) is None
-        if line < first_line or at_eof:  # errors at end of input come as 1:1, no snippet
-            line = last
-            column = max(first_column, 1) + len(source.rstrip().split("\n")[-1].strip())
-        if kind == "when" and line > last:  # the closing parenthesis we added
-            line, column = last, max(first_column, 1) + len(source.strip().split("\n")[-1])
-        hint = ("; a when is one expression, e.g. payload[\"name\"] == \"x\"" if kind == "when"
-                else "; fix the Starlark syntax (Python-like, no classes, no while)")
-        return [_problem(filename, line, column, "script-syntax",
-                         f"{who}{what} does not parse: {head}{hint}")]
+        yield _syntax_error(str(exc), source, kind, what)
+        return
     except BaseException as exc:  # noqa: BLE001 - a Rust panic must not kill validate
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        return [_problem(filename, first_line, 1, "script-syntax",
-                         f"{who}{what} cannot be parsed: {exc}")]
-    problems: list[Problem] = []
+        yield Finding(1, 1, "script-syntax", f"{what} cannot be parsed: {exc}")
+        return
     for load in ast.loads():
-        problems.append(_problem(filename, first_line, 1, "script-load",
-                                 f'{who}{what} uses load("{load.module_id}"): load statements are '
-                                 "not supported; use the built-in modules instead"))
+        yield Finding(1, 1, "script-load", f'{what} uses load("{load.module_id}"): load '
+                      "statements are not supported; use the built-in modules instead")
     for lint in ast.lint():
         if lint.short_name in _SKIP_LINTS:
             continue
         begin = lint.resolved_location.span.begin
-        line = begin.line + 1
-        problems.append(_problem(filename, line,
-                                 _shift(line, begin.column + 1, first_line, first_column, kind),
-                                 f"script-lint-{lint.short_name}", f"{who}{what}: {lint.problem}",
-                                 "warning"))
+        yield Finding(*_at(begin.line + 1, begin.column + 1, kind),
+                      f"script-lint-{lint.short_name}", f"{what}: {lint.problem}", "warning")
+    yield from _globals_check(ast, text, kind, what)
+    yield from _attributes(source, kind, what)
+    yield from _module_calls(source, kind, what)
+    if kind in ("tool", "hook"):
+        yield from _entry_point(source, kind)
+
+
+def _syntax_error(message: str, source: str, kind: str, what: str) -> Finding:
+    head = message.strip().splitlines()[0] if message.strip() else "syntax error"
+    head = head.removeprefix("error: ")
+    loc = _LOCATION.search(message)
+    line, column = _at(int(loc.group(1)), int(loc.group(2)), kind) if loc else (1, 1)
+    last = 1 + source.strip().count("\n")
+    if re.search(r"^\s*\d+\s*\|", message, re.M) is None:  # at end of input: no snippet
+        line, column = last, 1 + len(source.rstrip().split("\n")[-1].strip())
+    if kind == "when" and line > last:  # the closing parenthesis we added
+        line, column = last, 1 + len(source.strip().split("\n")[-1])
+    hint = ("; a when is one expression, e.g. payload[\"name\"] == \"x\"" if kind == "when"
+            else "; fix the Starlark syntax (Python-like, no classes, no while)")
+    return Finding(line, column, "script-syntax", f"{what} does not parse: {head}{hint}")
+
+
+def _globals_check(ast: sl.AstModule, text: str, kind: str, what: str) -> Iterator[Finding]:
+    """Undefined and unavailable names, and type errors (``AstModule.typecheck``)."""
     names = provided(kind)
     errors, _iface, _ = ast.typecheck(_globals(), {})
     for error in errors:
         message = str(error)
         span = error.span
-        if span is not None:
-            line = span.span.begin.line + 1
-            column = _shift(line, span.span.begin.column + 1, first_line, first_column, kind)
-        else:
-            line, column = first_line, 1
+        line, column = (_at(span.span.begin.line + 1, span.span.begin.column + 1, kind)
+                        if span is not None else (1, 1))
         missing = _NOT_FOUND.search(message)
         name = missing.group(1) if missing else None
         if name is None and "unresolved ident" in message and span is not None:
             name = _span_text(text, span.span)
         if name:
-            if name in names:
-                continue
-            problems.append(_undefined(filename, line, column, name, kind, who, what))
-        else:
-            if span is not None and _shadowed(text, span.span, names):
-                continue  # e.g. `hash.sha256`: our module shadows Starlark's hash()
+            if name not in names:
+                yield _undefined(line, column, name, kind, what)
+        elif span is None or not _shadowed(text, span.span, names):
+            # (shadowed: e.g. `hash.sha256`, our module shadows Starlark's hash())
             head = message.strip().splitlines()[0].removeprefix("error: ")
-            problems.append(_problem(filename, line, column, "script-type",
-                                     f"{who}{what}: {head}", "warning"))
-    problems.extend(_attributes(source, filename, first_line, first_column, kind, who, what))
-    problems.extend(_module_calls(source, filename, first_line, first_column, kind, who, what))
-    if kind in ("tool", "hook"):
-        problems.extend(_entry_point(source, filename, first_line, first_column, kind, who))
-    return problems
+            yield Finding(line, column, "script-type", f"{what}: {head}", "warning")
 
 
 def _span_text(text: str, span: sl.ResolvedSpan) -> str | None:
@@ -208,22 +223,21 @@ def _shadowed(text: str, span: sl.ResolvedSpan, names: frozenset[str]) -> bool:
         owner is not None and owner.group(1) in names)
 
 
-def _undefined(filename: str, line: int, column: int, name: str, kind: str, who: str,
-               what: str) -> Problem:
+def _undefined(line: int, column: int, name: str, kind: str, what: str) -> Finding:
     shown = {v: k for k, v in surface.RENAMED_CALLS.items()}.get(name, name)
     if shown in surface.TOP_FUNCTIONS["tool"]:
         where = {"tool": "tool scripts", "hook": "hook scripts", "when": "when expressions"}[kind]
-        return _problem(filename, line, column, "script-unavailable",
-                        f'{who}{what} calls {shown}(), which is not available in {where}')
+        return Finding(line, column, "script-unavailable",
+                       f'{what} calls {shown}(), which is not available in {where}')
     if name in surface.TOOL_MODULES or name in surface.HOOK_FUNCTIONS:
         where = {"tool": "tool scripts", "hook": "hook scripts", "when": "when expressions"}[kind]
-        return _problem(filename, line, column, "script-unavailable",
-                        f'{who}{what} uses "{name}", which is not available in {where}; '
-                        f"available: {', '.join(sorted(provided(kind) - ALWAYS))}")
+        return Finding(line, column, "script-unavailable",
+                       f'{what} uses "{name}", which is not available in {where}; '
+                       f"available: {', '.join(sorted(provided(kind) - ALWAYS))}")
     candidates = sorted(provided(kind) | _builtin_names())
-    return _problem(filename, line, column, "script-undefined",
-                    f'{who}{what} uses undefined name "{name}"{suggest(name, candidates)}; define '
-                    "it or use a Starlark or harness built-in")
+    return Finding(line, column, "script-undefined",
+                   f'{what} uses undefined name "{name}"{suggest(name, candidates)}; define '
+                   "it or use a Starlark or harness built-in")
 
 
 @cache
@@ -235,17 +249,21 @@ def _builtin_names() -> frozenset[str]:
     ))
 
 
-def _attributes(source: str, filename: str, first_line: int, first_column: int, kind: str,
-                who: str, what: str) -> list[Problem]:
+def _source_at(source: str, start: int) -> tuple[int, int]:
+    """1-based (line, column) of offset ``start`` in ``source``."""
+    return (source.count("\n", 0, start) + 1,
+            start - (source.rfind("\n", 0, start) + 1) + 1)
+
+
+def _attributes(source: str, kind: str, what: str) -> Iterator[Finding]:
     """``module.function`` uses that the surface does not declare for this kind."""
     modules = surface.module_names(kind)
-    problems: list[Problem] = []
     if "." not in source:
-        return problems
+        return
     # Fast path: every ``module.attr`` in the text (strings included) is declared.
     if all(attr in modules.get(mod, ()) or mod not in modules
            for mod, attr in _QUICK.findall(source)):
-        return problems
+        return
     rebound: dict[str, bool] = {}
     for match in _TOKENS.finditer(source):
         mod = match.group("mod")
@@ -260,23 +278,17 @@ def _attributes(source: str, filename: str, first_line: int, first_column: int, 
                 or re.search(rf"def\s+\w+\s*\([^)]*\b{re.escape(mod)}\b", source) is not None
         if rebound[mod]:
             continue
-        start = match.start("attr")
-        line_in = source.count("\n", 0, start)
-        col = start - (source.rfind("\n", 0, start) + 1) + 1
-        line = first_line + line_in
-        column = col + (len(_WHEN_PREFIX) if kind == "when" and line_in == 0 else 0)
-        column = _shift(line, column, first_line, first_column, kind)
+        line, column = _source_at(source, match.start("attr"))
         if attr in surface.TOOL_MODULES.get(mod, ()):
             where = {"hook": "hook scripts", "when": "when expressions"}.get(kind, "tool scripts")
-            msg = (f'{who}{what} calls {mod}.{attr}, which is not available in {where}; '
+            msg = (f'{what} calls {mod}.{attr}, which is not available in {where}; '
                    f"{mod} offers: {', '.join(declared)}")
             code = "script-unavailable"
         else:
-            msg = (f'{who}{what} calls {mod}.{attr}, which does not exist'
+            msg = (f'{what} calls {mod}.{attr}, which does not exist'
                    f"{suggest(attr, [f for f in declared])}; {mod} offers: {', '.join(declared)}")
             code = "script-unknown-function"
-        problems.append(_problem(filename, line, column, code, msg))
-    return problems
+        yield Finding(line, column, code, msg)
 
 
 def _mask(source: str) -> str:
@@ -293,8 +305,7 @@ def _blank(match: re.Match[str]) -> str:
     return re.sub(r"[^\n]", " ", text)
 
 
-def _not_one_expression(source: str, filename: str, first_line: int, first_column: int,
-                        who: str) -> Problem | None:
+def _not_one_expression(source: str) -> Finding | None:
     """A when is wrapped in ``return (...)``: refuse text that would escape the parentheses
     (``True), (1``) or make a tuple (``a, b``)."""
     text = source.strip()
@@ -309,13 +320,10 @@ def _not_one_expression(source: str, filename: str, first_line: int, first_colum
         if depth < 0 or (depth == 0 and char == ","):
             why = (f'"{char}" closes a parenthesis that was never opened' if depth < 0
                    else "a comma at the top level makes a tuple, which is always true")
-            line_in = masked.count("\n", 0, index)
-            column = index - (masked.rfind("\n", 0, index) + 1) + 1
-            if line_in == 0:
-                column += max(first_column, 1) - 1
-            return _problem(filename, first_line + lead + line_in, column, "script-syntax",
-                            f"{who}when expression is not a single expression: {why}; a when "
-                            'is one expression, e.g. payload["name"] == "x"')
+            line, column = _source_at(masked, index)
+            return Finding(lead + line, column, "script-syntax",
+                           f"when expression is not a single expression: {why}; a when "
+                           'is one expression, e.g. payload["name"] == "x"')
     return None
 
 
@@ -391,40 +399,36 @@ def top_level_bindings(source: str) -> dict[str, tuple[int, list[str] | None]]:
     return found
 
 
-def _entry_point(source: str, filename: str, first_line: int, first_column: int, kind: str,
-                 who: str) -> list[Problem]:
-    column = max(first_column, 1)
+def _entry_point(source: str, kind: str) -> Iterator[Finding]:
     name, arity = surface.TOOL_ENTRY if kind == "tool" else surface.HOOK_ENTRY
     signature = "run(args)" if kind == "tool" else "handle(event, payload)"
     bound = top_level_bindings(source).get(name)
     if bound is None:
-        return [_problem(filename, first_line, column, "script-entry-missing",
-                         f"{who}script does not define `def {signature}:`; add it — harness "
-                         f"calls {name} for every {'call' if kind == 'tool' else 'event'}")]
+        yield Finding(1, 1, "script-entry-missing",
+                      f"script does not define `def {signature}:`; add it — harness "
+                      f"calls {name} for every {'call' if kind == 'tool' else 'event'}")
+        return
     line_in, params = bound
     if params is None:
-        return []  # bound to something we cannot see through (a call result, a struct...)
+        return  # bound to something we cannot see through (a call result, a struct...)
     required = [p for p in params if "=" not in p and not p.startswith("*")]
     star = any(p.startswith("*") and not p.startswith("**") for p in params)
     if len(required) > arity or (len(params) < arity and not star):
-        return [_problem(filename, first_line + line_in, column, "script-entry-arity",
-                         f"{who}script defines {name}() with {len(params)} parameter"
-                         f"{'s' if len(params) != 1 else ''}; it must be `def {signature}:`")]
-    return []
+        yield Finding(1 + line_in, 1, "script-entry-arity",
+                      f"script defines {name}() with {len(params)} parameter"
+                      f"{'s' if len(params) != 1 else ''}; it must be `def {signature}:`")
 
 
 _MODULE_CALL = re.compile(r"(?<![\w.])(?P<mod>{})[ \t]*\(".format("|".join(
     sorted(surface.TOOL_MODULES, key=len, reverse=True))))
 
 
-def _module_calls(source: str, filename: str, first_line: int, first_column: int, kind: str,
-                  who: str, what: str) -> list[Problem]:
+def _module_calls(source: str, kind: str, what: str) -> Iterator[Finding]:
     """``fs("x")``: a module called as a function fails at run time (``log(...)`` is the
     one module that is also a function)."""
     if "(" not in source:
-        return []
+        return
     masked = _mask(source)
-    problems: list[Problem] = []
     for match in _MODULE_CALL.finditer(masked):
         mod = match.group("mod")
         if mod not in surface.module_names(kind):
@@ -432,15 +436,9 @@ def _module_calls(source: str, filename: str, first_line: int, first_column: int
         if re.search(_REBIND % re.escape(mod), source, re.M) or re.search(
                 rf"def\s+{re.escape(mod)}\b|def\s+\w+\s*\([^)]*\b{re.escape(mod)}\b", source):
             continue
-        start = match.start("mod")
-        line_in = source.count("\n", 0, start)
-        col = start - (source.rfind("\n", 0, start) + 1) + 1
-        line = first_line + line_in
-        column = col + (len(_WHEN_PREFIX) if kind == "when" and line_in == 0 else 0)
-        column = _shift(line, column, first_line, first_column, kind)
+        line, column = _source_at(source, match.start("mod"))
         offers = ", ".join(surface.module_names(kind)[mod])
-        problems.append(_problem(filename, line, column, "script-module-call",
-                                 f'{who}{what} calls "{mod}" as a function, but {mod} is a '
-                                 f"module; call one of its functions ({offers}), e.g. "
-                                 f"{mod}.{surface.module_names(kind)[mod][0]}(...)"))
-    return problems
+        yield Finding(line, column, "script-module-call",
+                      f'{what} calls "{mod}" as a function, but {mod} is a '
+                      f"module; call one of its functions ({offers}), e.g. "
+                      f"{mod}.{surface.module_names(kind)[mod][0]}(...)")

@@ -41,6 +41,8 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
+import starlark as sl
+
 from harness.runtime.context import Outcome
 
 Env = dict[str, Any]
@@ -348,11 +350,12 @@ def _result(value: Any) -> Any:
     return value
 
 
+def when_source(expr: str) -> str:
+    """Wrap a ``when`` expression as a function; line 1 of the result is line 1 of expr."""
+    return "def harness_when(event, payload): return (" + expr.strip() + "\n)\n"
+
+
 def _parses_as_starlark(expr: str) -> bool:
-    import starlark as sl
-
-    from harness.runtime.engine import when_source
-
     try:
         sl.parse("when", when_source(expr), sl.Dialect.standard())
     except Exception:  # noqa: BLE001 - Starlark reports the syntax error itself
@@ -388,17 +391,27 @@ def compile_when(expr: str) -> Fn | None:
     return run
 
 
+NO_ANSWER = object()  # the Python evaluator cannot answer exactly: Starlark decides
+
+
+def fast_value(fn: Fn | None, event: str, payload: Mapping[str, Any]) -> Any:
+    """The value of a compiled ``when`` (:func:`compile_when`), or ``NO_ANSWER``.
+
+    The hook chain does the same inline with the ``when`` its plan compiled
+    (``hooks.HookPlan``) before asking the runtime: a plain comparison needs no
+    context, no worker round trip and no payload conversion. The runtimes'
+    ``eval_when`` always evaluate in Starlark.
+    """
+    if fn is None:
+        return NO_ANSWER
+    try:
+        return fn({"event": event, "payload": payload})
+    except FALLBACK_ERRORS:
+        return NO_ANSWER
+
+
 def fast_when(expr: str, event: str, payload: Mapping[str, Any], filename: str,
               line: int) -> Outcome | None:
-    """Evaluate ``expr`` in Python when that is exact, else None (Starlark decides).
-
-    Both runtimes call this first: a ``when`` never needs a worker round trip or a
-    payload conversion when it is a plain comparison.
-    """
-    fn = compile_when(expr)
-    if fn is None:
-        return None
-    try:
-        return Outcome("ok", fn({"event": event, "payload": payload}), None, 0.0)
-    except FALLBACK_ERRORS:
-        return None
+    """``expr`` evaluated in Python as an Outcome when that is exact, else None."""
+    value = fast_value(compile_when(expr), event, payload)
+    return None if value is NO_ANSWER else Outcome("ok", value, None, 0.0)

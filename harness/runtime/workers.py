@@ -16,7 +16,7 @@ protocol like ``engine.InProcessRuntime``, but each call runs in a child process
 - ``ctx.cache`` and ``ctx.log`` stay in the parent: the worker's proxies send requests
   over its pipe and the calling thread serves them while it waits for the result.
 
-Messages (``worker_main.HEADER`` framing): parent -> worker ``C`` config (pickle),
+Messages (``wire.HEADER`` framing): parent -> worker ``C`` config (pickle),
 ``R``/``Q`` run (marshal/pickle), ``r`` cache reply (marshal); worker -> parent ``Y``
 ready, ``D`` done, ``G`` cache request, ``L`` log record (all marshal).
 """
@@ -48,9 +48,9 @@ from harness.config import Config
 from harness.errors import BuiltinError
 from harness.runtime import cancel
 from harness.runtime.context import CallContext, Outcome
-from harness.runtime.engine import hook_call, when_source
-from harness.runtime.when import fast_when
-from harness.runtime.worker_main import (
+from harness.runtime.engine import hook_call
+from harness.runtime.when import when_source
+from harness.runtime.wire import (
     HEADER,
     T_CACHE,
     T_CONFIG,
@@ -126,7 +126,7 @@ class _Worker:
         self.rfd = proc.stdout.fileno()
         self.errfile = errfile  # the worker's stderr: an unlinked temporary file
         self.buf = b""
-        self.spin = True  # poll before blocking (worker_main.read_frame)
+        self.spin = True  # poll before blocking (wire.read_frame)
         self.known: set[int] = set()  # script ids this worker has compiled
         self.config: Config | None = None  # the config object last sent
         self.lock = threading.Lock()  # guards hard/killed against the watchdog
@@ -455,9 +455,6 @@ class ProcessRuntime:
 
     def eval_when(self, expr: str, filename: str, line: int, event: str,
                   payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
-        fast = fast_when(expr, event, payload, filename, line)
-        if fast is not None:
-            return fast
         ctx.kind = "when"
         return self._call("when", when_source(expr), filename, line, "harness_when",
                           (event, dict(payload)), ctx, timeout_ms)

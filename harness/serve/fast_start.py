@@ -17,6 +17,8 @@ import logging
 import os
 from typing import Any
 
+from harness.serve.info import changes_possible, version
+
 log = logging.getLogger("harness.serve")
 
 # The handshake protocol versions of the installed SDK (mcp_types.version); checked
@@ -74,34 +76,6 @@ def write_answer(answer: dict[str, Any], fd: int = 1) -> None:
     while view:
         n = os.write(fd, view)
         view = view[n:]
-
-
-def changes_possible(harness: Any, watch: bool) -> bool:
-    """Whether the tool listing can ever change (``tools.listChanged``): a reload, or
-    deferred tools that the built-in tool_search surfaces, or an upstream MCP server's
-    own tools/list_changed (harness/upstream/)."""
-    from harness.pipeline import policy_allows
-    from harness.serve.search import NAME
-
-    if watch or getattr(harness, "upstream", None) is not None:
-        return True
-    if NAME in harness.all_tools:
-        return False
-    return any(t.loading == "deferred" and t.enabled and n != "read_output"
-               and policy_allows(harness.config, n) for n, t in harness.all_tools.items())
-
-
-def version() -> str:
-    """The installed distribution's version (``harness-md``): the MCP serverInfo."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    from harness import DISTRIBUTION
-
-    try:
-        return dist_version(DISTRIBUTION)
-    except PackageNotFoundError:  # pragma: no cover - running from a checkout
-        return "0"
 
 
 def serve_stdio(root: Any, *, watch: bool = False, watch_interval: float = 0.5) -> None:

@@ -39,16 +39,18 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from harness.artifacts.export import definition, mcp_output_is_wrapped
-from harness.core import Harness, Session, read_page
+from harness.core import Harness
 from harness.core import load as load_harness
-from harness.errors import HarnessError, LoadError, UsageError
+from harness.errors import HarnessError, LoadError
+from harness.output import read_page
 from harness.pipeline import cap_text, policy_allows, render, truncation_notice
 from harness.results import ToolResult
 from harness.runtime import cancel
-from harness.serve import fast_start, search, tracing
-from harness.serve.fast_start import changes_possible
+from harness.serve import info, search, tracing
 from harness.serve.http import identity_of
+from harness.serve.info import changes_possible
 from harness.serve.watch import Snapshot, snapshot
+from harness.session import Session
 from harness.state import StateBackend, open_backend
 from harness.state.cache import BackendCache, BackendMetrics
 from harness.state.spills import SpillStore
@@ -196,7 +198,7 @@ class HarnessMCPServer:
         self._limiter: anyio.CapacityLimiter | None = None
         self.server = _Server(
             name,
-            version=fast_start.version(),
+            version=info.version(),
             instructions=self.gen.harness.system_prompt,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
@@ -652,49 +654,3 @@ _SESSION_ID = re.compile(r"session id|[0-9a-f]{16,}", re.IGNORECASE)
 def _no_session_ids(record: logging.LogRecord) -> bool:
     """Drop SDK records that carry a session id (a bearer credential for the session)."""
     return _SESSION_ID.search(record.getMessage()) is None
-
-
-def serve(root: Path, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
-          watch: bool = False, watch_interval: float = 0.5,
-          auth_token_env: str | None = None, allowed_hosts: Sequence[str] = (),
-          allowed_origins: Sequence[str] = (), header_timeout: float = 10.0,
-          max_connections: int = 512) -> None:
-    """Run the server until the client disconnects (stdio) or it is interrupted (http)."""
-    import os
-
-    from harness.serve.http import ServeError, bind, is_loopback, parse_tokens
-
-    if transport not in ("stdio", "http"):
-        raise UsageError(f'unknown transport "{transport}"; use stdio or http')
-    quiet_sdk_logs()
-    tokens: list[str] = []
-    if transport == "http":
-        if auth_token_env:
-            raw = os.environ.get(auth_token_env)
-            if raw is None:
-                raise ServeError(f'--auth-token-env: the environment variable "{auth_token_env}" '
-                                 "is not set; export it with the bearer token clients must send")
-            tokens = parse_tokens(raw, auth_token_env)
-        elif not is_loopback(host):
-            raise ServeError(f'--host {host} is not a loopback address: anyone who can reach it '
-                             "could call every tool. Require a bearer token with "
-                             "--auth-token-env NAME (see docs/deploying.md)")
-    if transport == "stdio":
-        from harness.serve.fast_start import serve_stdio
-
-        serve_stdio(root, watch=watch, watch_interval=watch_interval)
-        return
-    server = HarnessMCPServer(root, watch=watch, watch_interval=watch_interval)
-    try:
-        if transport == "http":
-            sock = bind(host, port)
-            actual = int(sock.getsockname()[1])
-            try:
-                asyncio.run(server.run_http(
-                    sock, host=host, port=actual, tokens=tokens, allowed_hosts=allowed_hosts,
-                    allowed_origins=allowed_origins, header_timeout=header_timeout,
-                    max_connections=max_connections))
-            finally:
-                sock.close()
-    finally:
-        server.close()

@@ -6,7 +6,6 @@ Pure, like :mod:`harness.testing.spec`: ``harness validate`` and ``harness eval
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,8 @@ from typing import Any
 
 from harness.artifacts.frontmatter import split
 from harness.artifacts.model import Problem, Project
-from harness.artifacts.params import a_type
+from harness.artifacts.problems import a_type, suggest
+from harness.config import parse_config
 from harness.testing.spec import SETUP_KEYS, Setup, _Parser
 
 EVALS_DIR = ".harness/evals"
@@ -90,8 +90,7 @@ def parse_eval(text: str | bytes, path: str, project: Project | None = None
             ((kind, value),) = g.items()
             line = p.at(gw)
             if kind not in GRADES:
-                close = difflib.get_close_matches(str(kind), GRADES, n=1)
-                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                hint = suggest(kind, GRADES)
                 p.add(gw, "eval-unknown-grade", f'case "{name}": unknown grade "{kind}"{hint}; '
                       f"types: {', '.join(GRADES)}")
                 continue
@@ -108,8 +107,7 @@ def parse_eval(text: str | bytes, path: str, project: Project | None = None
             known = tools if kind.startswith("tool_") else hooks if kind.startswith(
                 "hook_") else None
             if project is not None and known is not None and value not in known:
-                close = difflib.get_close_matches(value, sorted(known), n=1)
-                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                hint = suggest(value, sorted(known))
                 what = "tool" if kind.startswith("tool_") else "hook"
                 p.add(gw, f"eval-unknown-{what}", f'case "{name}": {kind} names unknown {what} '
                       f'"{value}"{hint}')
@@ -117,8 +115,6 @@ def parse_eval(text: str | bytes, path: str, project: Project | None = None
             grades.append((kind, value, line))
         setup = p.setup(where, item, base)
         if project is not None and setup.config:
-            from harness.config import parse_config
-
             for problem in parse_config(setup.config, project.root)[1]:
                 if problem.severity == "error":
                     p.add((*where, "config") if "config" in item else ("config",),

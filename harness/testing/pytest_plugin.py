@@ -63,6 +63,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def _runner(root: Path) -> Runner:
+    # Lazy on purpose: pytest loads this plugin in every session, harness tests or not.
     from harness.testing.runner import Runner
 
     runner = _runners.get(root)

@@ -22,12 +22,13 @@ from typing import Any
 
 import harness
 from harness.artifacts.frontmatter import split
+from harness.artifacts.loader import find_root
 from harness.artifacts.model import Problem, Project
 from harness.config import parse_config
-from harness.core import Session
 from harness.errors import LoadError
 from harness.hooks import HookChain
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
+from harness.session import Session
 from harness.testing import expect as check
 from harness.testing.report import Outcome as Reported
 from harness.testing.spec import (
@@ -129,8 +130,6 @@ class Runner:
     """Collects and runs the test files of one root. Use as a context manager."""
 
     def __init__(self, root: str | Path | None = None) -> None:
-        from harness.artifacts.loader import find_root
-
         self.root = find_root(Path.cwd()) if root is None else Path(root).resolve()
         # What harness.load checks, without opening anything at the real root (a
         # Harness would open its audit log there). LoadError: exit 2 at the CLI.
@@ -278,6 +277,7 @@ class Runner:
         key = (config.runtime.isolation, config.limits.memory_mb, config.limits.max_concurrency)
         rt = self._runtimes.get(key)
         if rt is None:
+            # Lazy on purpose: a run imports only the runtime its configs ask for.
             if config.runtime.isolation == "process":
                 from harness.runtime.workers import ProcessRuntime
 

@@ -7,7 +7,6 @@ every other artifact. The frontmatter holds the cases; the body says what they c
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -17,7 +16,8 @@ from typing import Any
 
 from harness.artifacts.frontmatter import KeyLines, split
 from harness.artifacts.model import Problem, Project
-from harness.artifacts.params import a_type
+from harness.artifacts.problems import a_type, suggest
+from harness.config import KNOWN_KEYS, parse_config
 
 TESTS_DIR = ".harness/tests"
 FILE_KEYS = ("cases", "config", "env", "files", "now")
@@ -127,8 +127,7 @@ class _Parser:
         for key in data:
             if key in known:
                 continue
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f' (did you mean "{close[0]}"?)' if close else ""
+            hint = suggest(key, known)
             self.add((*where, key), "test-unknown-key",
                      f'unknown key "{key}" in {what}{hint}; known keys: {", ".join(known)}',
                      "warning")
@@ -344,11 +343,6 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 # -- checks against the project (what validate adds) -----------------------------------
 
 
-def _did_you_mean(name: str, names: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, sorted(names), n=1)
-    return f' (did you mean "{close[0]}"?)' if close else ""
-
-
 def check_against(tf: TestFile, project: Project, lines: Mapping[str, int] | None = None
                   ) -> list[Problem]:
     """Problems of cases that name unknown tools or hooks, or a hook's wrong event."""
@@ -365,7 +359,7 @@ def check_against(tf: TestFile, project: Project, lines: Mapping[str, int] | Non
             if hook is None:
                 known = ", ".join(sorted(hooks)) or "none"
                 add(case.line, "test-unknown-hook", f'case "{case.name}": unknown hook '
-                    f'"{case.hook}"{_did_you_mean(case.hook, hooks)}; hooks: {known}')
+                    f'"{case.hook}"{suggest(case.hook, hooks)}; hooks: {known}')
             elif case.event and case.event != hook.event:
                 add(case.line, "test-invalid", f'case "{case.name}": hook "{hook.name}" '
                     f'handles "{hook.event}", not "{case.event}"; fix event: or leave it out')
@@ -373,19 +367,17 @@ def check_against(tf: TestFile, project: Project, lines: Mapping[str, int] | Non
         for step in case.steps:
             if step.call not in tools:
                 add(step.line, "test-unknown-tool", f'case "{case.name}": unknown tool '
-                    f'"{step.call}"{_did_you_mean(step.call, tools)}; tools: '
+                    f'"{step.call}"{suggest(step.call, tools)}; tools: '
                     f"{', '.join(sorted(tools))}")
             blocked = step.expect.get("blocked_by")
             if isinstance(blocked, str) and blocked not in hooks:
                 add(step.line, "test-unknown-hook", f'case "{case.name}": expect.blocked_by '
-                    f'names unknown hook "{blocked}"{_did_you_mean(blocked, hooks)}')
+                    f'names unknown hook "{blocked}"{suggest(blocked, hooks)}')
     return out
 
 
 def check_config(tf: TestFile, root: Path) -> list[Problem]:
     """``config:`` overrides and ``now:`` checked as harness.md keys are."""
-    from harness.config import KNOWN_KEYS, parse_config
-
     out: list[Problem] = []
     seen: set[str] = set()
     for case in tf.cases:
@@ -401,27 +393,11 @@ def check_config(tf: TestFile, root: Path) -> list[Problem]:
             out.append(Problem(path=tf.path, line=case.setup.config_line or case.line,
                                column=1, severity="warning", code="test-unknown-key",
                                message=f'case "{case.name}": config key "{key}" cannot be '
-                               f"overridden{_did_you_mean(key, KNOWN_KEYS)}; config: takes "
+                               f"overridden{suggest(key, KNOWN_KEYS)}; config: takes "
                                "harness.md settings such as limits, exec, network, clock"))
         _cfg, problems = parse_config(overrides, root)
         for p in problems:
             out.append(Problem(path=tf.path, line=case.setup.config_line or case.line,
                                column=1, severity=p.severity, code=p.code,
                                message=f'case "{case.name}": {p.message}'))
-    return out
-
-
-def check_tests(root: Path, project: Project) -> list[Problem]:
-    """Every problem of every test file under ``root`` and of every eval file (for
-    ``harness validate``)."""
-    from harness.testing.evalspec import eval_files, parse_eval
-
-    out: list[Problem] = []
-    for rel, path in test_files(root):
-        tf = parse(path.read_bytes(), rel)
-        out.extend(tf.problems)
-        out.extend(check_against(tf, project))
-        out.extend(check_config(tf, root))
-    for rel, path in eval_files(root):
-        out.extend(parse_eval(path.read_bytes(), rel, project)[1])
     return out

@@ -9,7 +9,8 @@ import jsonschema_rs
 import pytest
 
 import harness
-from harness.artifacts.checks import UNKNOWN_KEY_CODES, frontmatter_schema
+from harness.artifacts.checks import UNKNOWN_KEY_CODES
+from harness.artifacts.published import frontmatter_schema
 from harness.artifacts.frontmatter import fatal, split
 from harness.validation import check_project
 
@@ -78,7 +79,7 @@ def test_bad_config_is_rejected() -> None:
 def test_published_schema_is_generated_from_the_tables(name: str) -> None:
     published = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
     assert published == frontmatter_schema(name), (
-        "regenerate: python -c 'from harness.artifacts.checks import write_schemas; "
+        "regenerate: python -c 'from harness.artifacts.published import write_schemas; "
         "write_schemas()'"
     )
 

@@ -324,7 +324,7 @@ def test_the_published_bundle_schema_accepts_handler_entries() -> None:
     import jsonschema
     import yaml
 
-    from harness.artifacts.checks import frontmatter_schema
+    from harness.artifacts.published import frontmatter_schema
 
     front = yaml.safe_load(BUNDLE.split("---")[1])
     front["tools"] = []  # `type: int` stays outside the editor schema (a warning here)

@@ -6,7 +6,8 @@ import os
 import threading
 import time
 
-from harness.runtime.worker_main import HEADER, SPIN_S, _Pipe, read_frame
+from harness.runtime.wire import HEADER, SPIN_S, read_frame
+from harness.runtime.wire import Pipe as _Pipe
 
 
 def frame(tag: int, body: bytes) -> bytes:

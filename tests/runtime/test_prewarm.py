@@ -79,7 +79,7 @@ def starts(monkeypatch: pytest.MonkeyPatch) -> Starts:
 def prime(ctx: CallContext) -> None:
     """Run one command so that a sandbox is prepared for this plan, and wait until it
     is set up (what a test changes afterwards happens *after* its mounts)."""
-    from harness.runtime.worker_main import readable
+    from harness.runtime.wire import readable
 
     assert run(ctx, "true")["ok"]
     deadline = time.monotonic() + 10

@@ -389,7 +389,7 @@ def test_validate_reports_test_file_problems(tmp_path: Path) -> None:
     assert f"{t}:13:5: error: case \"d\" needs exactly one of call:, hook: or steps: (has " \
            "call, hook)" in out
     assert f'{t}:16:1: error: case "e": expect.blocked_by names unknown hook "nobody"' in out
-    assert f'unknown key "okay" in a call\'s expect (did you mean "ok"?)' in out
+    assert 'unknown key "okay" in a call\'s expect (did you mean "ok"?)' in out
     strict = CliRunner().invoke(cli, ["validate", "--strict", "--root", str(root)])
     assert f'{t}:6:5: error: unknown key "expct"' in strict.output
 

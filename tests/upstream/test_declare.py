@@ -112,7 +112,7 @@ def test_published_server_schema_agrees_with_validate(tmp_path: Path) -> None:
     import jsonschema_rs
 
     import harness
-    from harness.artifacts.checks import frontmatter_schema
+    from harness.artifacts.published import frontmatter_schema
     from harness.artifacts.frontmatter import split
 
     schemas = Path(harness.__file__).parent / "schemas"

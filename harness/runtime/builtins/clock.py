@@ -9,12 +9,12 @@ the clock: every ``time.now``/``time.weekday`` returns that instant.
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
 import re
 from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from harness.artifacts.problems import suggest
 from harness.errors import BuiltinError
 from harness.runtime.context import CallContext
 
@@ -39,8 +39,7 @@ def zone(name: str, fn: str = "time") -> _dt.tzinfo:
             raise ValueError(name)
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
-        close = difflib.get_close_matches(name, _zone_names(), n=1, cutoff=0.6)
-        hint = f' (did you mean "{close[0]}"?)' if close else ""
+        hint = suggest(name, _zone_names())
         raise BuiltinError(f'{fn}: unknown time zone "{name}"{hint}; use an IANA name such as '
                            '"Europe/Berlin", "America/New_York" or "UTC"') from None
 

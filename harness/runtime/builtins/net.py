@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from harness.errors import BuiltinError
+from harness.runtime.builtins.proc import trim_partial  # one UTF-8-safe cut for both
 from harness.runtime.context import CallContext
 
 MAX_REDIRECTS = 5
@@ -239,8 +240,6 @@ def _public_url(url: httpx.URL) -> str:
 
 def _request(ctx: CallContext, fn: str, method: str, url: Any, headers: Any,
              content: bytes | None, timeout_ms: Any) -> dict[str, Any]:
-    from harness.runtime.builtins.proc import trim_partial  # one UTF-8-safe cut for both
-
     if not isinstance(url, str):
         raise BuiltinError(f"{fn}: url must be a string, got {type(url).__name__}")
     hdrs = _headers(fn, headers)
