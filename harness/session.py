@@ -32,7 +32,7 @@ from harness.runtime.builtins.cache import MemoryCache
 from harness.runtime.builtins.session_state import MetricsStore, Scratchpad
 from harness.runtime.builtins.session_state import serve as serve_state
 from harness.runtime.context import CallContext
-from harness.session_tools import register_meta_tool
+from harness.session_tools import deferred_tools, install_tool_search, register_meta_tool
 
 _log = logging.getLogger("harness")
 
@@ -65,6 +65,9 @@ class Session:
         self._closed = False
         self._ended = False
         self._extra["read_output"] = (harness._tools["read_output"], self._read_output)
+        # Deferred tools found by tool_search: listed for the rest of the session.
+        self.surfaced: set[str] = set()
+        install_tool_search(self)
         self.emit("session.start")
         self.fire("session.start", {})
 
@@ -192,6 +195,9 @@ class Session:
         """What this session exposes: the harness's tools plus session-scoped ones
         (registered with meta.tool_register or surfaced by tool_search)."""
         tools = dict(self.harness.tools)
+        if self.surfaced:
+            deferred = deferred_tools(self.harness)
+            tools.update((n, deferred[n]) for n in sorted(self.surfaced) if n in deferred)
         exported = {n.replace(".", "_") for n in tools}
         for name, (spec, _) in self._extra.items():
             if spec.enabled and name not in tools and policy_allows(self.harness.config, name):

@@ -1,6 +1,8 @@
-"""Tools that live in a session: ``read_output`` (pages of spilled outputs) and tools
-registered with ``meta.tool_register``. ``self`` below is the :class:`~harness.session.Session`
-(a parameter, not an import: this module is below the session)."""
+"""Tools that live in a session: ``read_output`` (pages of spilled outputs),
+``tool_search`` (finds deferred tools, which then stay listed for the rest of the
+session) and tools registered with ``meta.tool_register``. ``self`` below is the
+:class:`~harness.session.Session` (a parameter, not an import: this module is below the
+session)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from typing import Any
 from harness.artifacts.model import Parameter, Source, ToolSpec
 from harness.errors import BuiltinError
 from harness.meta import build_meta_tool
+from harness.pipeline import policy_allows
 from harness.runtime.builtins.meta import script_too_large
+from harness.search import DEFAULT_LIMIT, TOOL_SEARCH, ToolIndex
 
 READ_OUTPUT_DESCRIPTION = (
     "Read a page of a tool output that was too large to return in full. Use the ref and "
@@ -98,3 +102,106 @@ def _refuse_export_clash(self: Any, name: str) -> None:
             raise BuiltinError(
                 f'meta.tool_register: tool "{name}" would export as "{exported}", like the '
                 f'existing tool "{other}" (providers see "." as "_"); choose another name')
+
+
+# -- tool_search (SPEC §11) -------------------------------------------------------------
+
+MAX_SEARCH_LIMIT = 20
+
+SEARCH_DESCRIPTION = """\
+Find more tools. Only some tools are listed up front; others are available but hidden \
+until you search for them.
+
+Describe the capability you need in a few words (for example "send email", "query \
+database", "resize image"). Returns the best-matching tools with their names and \
+descriptions; from then on they are listed with your other tools and you can call them \
+directly. Returns an empty list when nothing matches: try other words."""
+
+
+def tool_search_spec() -> ToolSpec:
+    """The ToolSpec of the built-in ``tool_search`` tool."""
+    query_text = "What you want to do, in a few words."
+    limit_text = f"Maximum number of tools to return (default {DEFAULT_LIMIT})."
+    query_schema: dict[str, Any] = {"type": "string", "minLength": 1, "description": query_text}
+    limit_schema: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT,
+                                    "description": limit_text}
+    return ToolSpec(
+        name=TOOL_SEARCH,
+        description=SEARCH_DESCRIPTION,
+        parameters=(
+            Parameter(name="query", type="string", required=True, schema=query_schema,
+                      description=query_text),
+            Parameter(name="limit", type="integer", schema=limit_schema,
+                      description=limit_text),
+        ),
+        input_schema={"type": "object", "properties": {"query": query_schema,
+                                                       "limit": limit_schema},
+                      "required": ["query"]},
+        returns={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "tools": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"},
+                                       "description": {"type": "string"},
+                                       "score": {"type": "number"}},
+                        "required": ["name", "description", "score"],
+                    },
+                },
+            },
+            "required": ["query", "tools"],
+        },
+        annotations={"title": "Search tools", "read_only": True, "destructive": False,
+                     "idempotent": True, "open_world": False},
+        source=Source(path="<builtin>", layer="builtin"),
+    )
+
+
+def run_search(index: ToolIndex, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``tool_search`` handler body: the value returned to the model."""
+    query = str(args.get("query", ""))
+    limit = int(args.get("limit") or DEFAULT_LIMIT)
+    hits = index.search(query, max(1, min(limit, MAX_SEARCH_LIMIT)))
+    return {"query": query,
+            "tools": [{"name": h.name, "description": h.description, "score": h.score}
+                      for h in hits]}
+
+
+def deferred_tools(harness: Any) -> dict[str, ToolSpec]:
+    """Deferred tools a session may surface: enabled, allowed by ``tools_policy``
+    (never starts an upstream server)."""
+    config = harness.config
+    return {n: t for n, t in harness.loaded_tools.items()
+            if t.loading == "deferred" and t.enabled and n != "read_output"
+            and policy_allows(config, n)}
+
+
+class ToolSearch:
+    """The handler of a session's ``tool_search``: the index is built on first use;
+    every tool found joins the session's ``surfaced`` names (listed from then on)."""
+
+    __slots__ = ("_session", "_index")
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self._index: ToolIndex | None = None
+
+    def __call__(self, args: dict[str, Any]) -> dict[str, Any]:
+        session = self._session
+        if self._index is None:
+            self._index = ToolIndex(deferred_tools(session.harness).values())
+        value = run_search(self._index, args)
+        with session._lock:
+            session.surfaced.update(hit["name"] for hit in value["tools"])
+        return value
+
+
+def install_tool_search(self: Any) -> None:
+    """Give the session ``tool_search`` when the harness has deferred tools, unless a
+    project tool of that name replaces the built-in."""
+    if TOOL_SEARCH in self.harness.loaded_tools or not deferred_tools(self.harness):
+        return
+    self._extra[TOOL_SEARCH] = (tool_search_spec(), ToolSearch(self))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.plans import policy_allows
-from harness.serve.search import NAME
+from harness.search import TOOL_SEARCH as NAME
 
 
 def changes_possible(harness: Any, watch: bool) -> bool:

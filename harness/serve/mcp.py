@@ -46,11 +46,12 @@ from harness.output import read_page
 from harness.pipeline import cap_text, policy_allows, render, truncation_notice
 from harness.results import ToolResult
 from harness.runtime import cancel
-from harness.serve import info, search, tracing
+from harness.serve import info, tracing
 from harness.serve.http import identity_of
 from harness.serve.info import changes_possible
 from harness.serve.watch import Snapshot, snapshot
 from harness.session import Session
+from harness.session_tools import TOOL_SEARCH
 from harness.state import StateBackend, open_backend
 from harness.state.cache import BackendCache, BackendMetrics
 from harness.state.spills import SpillStore
@@ -256,9 +257,6 @@ class HarnessMCPServer:
     def _new_session(self, gen: Generation, scope: str) -> ServeSession:
         session = ServeSession(gen.harness, self.spills, scope, self.shared_cache)
         gen.sessions.append(session)
-        if gen.deferred() and search.NAME not in gen.harness.loaded_tools:
-            index = search.ToolIndex(gen.deferred().values())
-            session.register_tool(search.tool_spec(), lambda args: search.run_search(index, args))
         return session
 
     async def _drop_client(self, client: Client) -> None:
@@ -329,8 +327,8 @@ class HarnessMCPServer:
         """The MCP tool definitions this client sees now."""
         h = client.gen.harness
         defs = h.definitions("mcp", include_deferred=True, names=self.visible_names(client))
-        extra = client.session.extra_tool(search.NAME)
-        if extra is not None and search.NAME not in h.loaded_tools:
+        extra = client.session.extra_tool(TOOL_SEARCH)
+        if extra is not None and TOOL_SEARCH not in h.loaded_tools:
             defs.append(definition(extra[0], "mcp"))
         return sorted(defs, key=lambda d: d["name"])
 
@@ -401,8 +399,8 @@ class HarnessMCPServer:
     async def _surface(self, client: Client, name: str, result: ToolResult) -> bool:
         """Record tools this result makes visible; True when the listing changed."""
         before = len(client.surfaced)
-        if (name == search.NAME and not result.is_error and isinstance(result.value, dict)
-                and search.NAME not in client.gen.harness.loaded_tools):
+        if (name == TOOL_SEARCH and not result.is_error and isinstance(result.value, dict)
+                and TOOL_SEARCH not in client.gen.harness.loaded_tools):
             deferred = client.gen.deferred()
             for hit in result.value.get("tools") or ():
                 if isinstance(hit, dict) and hit.get("name") in deferred:
@@ -511,9 +509,9 @@ class HarnessMCPServer:
 
     def _log_tool_search_shadowing(self) -> None:
         h = self.gen.harness
-        if search.NAME in h.loaded_tools and self.gen.deferred():
+        if TOOL_SEARCH in h.loaded_tools and self.gen.deferred():
             log.warning('a project tool is named "%s": it replaces the built-in search, so '
-                        "deferred tools can only be called by name", search.NAME)
+                        "deferred tools can only be called by name", TOOL_SEARCH)
 
     # -- transports ----------------------------------------------------------------------
 

@@ -211,3 +211,38 @@ def test_harness_run_as_a_real_process(tmp_path: Path) -> None:
     [block] = server.requests[1].body["messages"][-1]["content"]
     assert block == {"type": "tool_result", "tool_use_id": "toolu_001", "is_error": False,
                      "content": "42"}
+
+
+EMAIL = """---
+loading: deferred
+parameters:
+  to: {type: string, required: true, description: the recipient address}
+script: |
+  def run(args):
+      return "sent to " + args["to"]
+---
+Send an email message to a recipient.
+"""
+
+
+def _tool_names(provider: str, body: dict[str, Any]) -> list[str]:
+    if provider == "openai":
+        return [t["function"]["name"] for t in body["tools"]]
+    return [t["name"] for t in body["tools"]]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_agent_finds_a_deferred_tool_with_tool_search(provider: str, tmp_path: Path) -> None:
+    root = make_project(tmp_path, provider)
+    (root / ".harness" / "tools" / "send_email.md").write_text(EMAIL)
+    replies = [Reply(tools=[ToolUse("tool_search", {"query": "send email"}, id="s1")]),
+               Reply(tools=[ToolUse("send_email", {"to": "ada@example.org"}, id="s2")]),
+               Reply(text="Sent.")]
+    with FakeModelServer(provider, replies) as server, harness.load(root) as h:
+        result = h.run("Mail Ada.", base_url=server.base_url, environ={"E2E_KEY": KEY})
+    first, second, third = (_tool_names(provider, r.body) for r in server.requests)
+    assert "tool_search" in first and "send_email" not in first
+    assert "send_email" in second and "send_email" in third
+    assert [(r.call_id, r.is_error) for r in result.results] == [("s1", False), ("s2", False)]
+    assert result.results[1].value == "sent to ada@example.org"
+    assert result.text == "Sent."

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness import search, session_tools
 from harness.artifacts.model import Parameter, Source, ToolSpec
-from harness.serve import search
 from harness.serve.watch import snapshot
 
 
@@ -61,7 +61,7 @@ def test_bm25_exact_name_limit_and_no_match() -> None:
 
 def test_run_search_shapes_the_value_and_clamps_limit() -> None:
     index = search.ToolIndex(TOOLS)
-    value = search.run_search(index, {"query": "email", "limit": 100})
+    value = session_tools.run_search(index, {"query": "email", "limit": 100})
     assert value["query"] == "email"
     first = value["tools"][0]
     assert first["name"] == "send_email"
@@ -76,7 +76,7 @@ def test_summary_keeps_the_first_paragraph() -> None:
 
 
 def test_tool_search_spec_is_a_valid_tool() -> None:
-    spec = search.tool_spec()
+    spec = session_tools.tool_search_spec()
     assert spec.name == "tool_search"
     assert spec.input_schema["required"] == ["query"]
     assert spec.annotations == {"title": "Search tools", "read_only": True,

@@ -1,9 +1,8 @@
-"""``tool_search``: BM25 over the name, description and parameter text of tools (SPEC §11).
+"""BM25 over the name, description and parameter text of tools: the index behind the
+session tool ``tool_search`` (SPEC §11; the tool itself is in ``session_tools``).
 
-Deferred tools (``loading: deferred``) are left out of ``tools/list``; the built-in
-``tool_search(query)`` tool finds them, and a found tool stays listed for the rest of
-the session. Pure Python, no dependency: the indexes are small (tens to hundreds of
-tools), so a plain inverted index with Okapi BM25 scoring is plenty.
+Pure Python, no dependency: the indexes are small (tens to hundreds of tools), so a
+plain inverted index with Okapi BM25 scoring is plenty.
 """
 
 from __future__ import annotations
@@ -15,11 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.artifacts.model import Parameter, Source, ToolSpec
+from harness.artifacts.model import Parameter, ToolSpec
 
-NAME = "tool_search"
+TOOL_SEARCH = "tool_search"  # the session tool this index serves
 DEFAULT_LIMIT = 5
-MAX_LIMIT = 20
 # A name token counts this many times: the name says most about what a tool does.
 NAME_WEIGHT = 3
 SUMMARY_CHARS = 300
@@ -132,65 +130,3 @@ class ToolIndex:
                                 description=summary(self._tools[name].description)))
         hits.sort(key=lambda h: (-h.score, h.name))
         return hits[:limit]
-
-
-DESCRIPTION = """\
-Find more tools. Only some tools are listed up front; others are available but hidden \
-until you search for them.
-
-Describe the capability you need in a few words (for example "send email", "query \
-database", "resize image"). Returns the best-matching tools with their names and \
-descriptions; from then on they are listed with your other tools and you can call them \
-directly. Returns an empty list when nothing matches: try other words."""
-
-
-def tool_spec() -> ToolSpec:
-    """The ToolSpec of the built-in ``tool_search`` tool."""
-    query_text = "What you want to do, in a few words."
-    limit_text = f"Maximum number of tools to return (default {DEFAULT_LIMIT})."
-    query_schema: dict[str, Any] = {"type": "string", "minLength": 1, "description": query_text}
-    limit_schema: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                                    "description": limit_text}
-    return ToolSpec(
-        name=NAME,
-        description=DESCRIPTION,
-        parameters=(
-            Parameter(name="query", type="string", required=True, schema=query_schema,
-                      description=query_text),
-            Parameter(name="limit", type="integer", schema=limit_schema,
-                      description=limit_text),
-        ),
-        input_schema={"type": "object", "properties": {"query": query_schema,
-                                                       "limit": limit_schema},
-                      "required": ["query"]},
-        returns={
-            "type": "object",
-            "properties": {
-                "query": {"type": "string"},
-                "tools": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {"name": {"type": "string"},
-                                       "description": {"type": "string"},
-                                       "score": {"type": "number"}},
-                        "required": ["name", "description", "score"],
-                    },
-                },
-            },
-            "required": ["query", "tools"],
-        },
-        annotations={"title": "Search tools", "read_only": True, "destructive": False,
-                     "idempotent": True, "open_world": False},
-        source=Source(path="<builtin>", layer="builtin"),
-    )
-
-
-def run_search(index: ToolIndex, args: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``tool_search`` handler body: the value returned to the model."""
-    query = str(args.get("query", ""))
-    limit = int(args.get("limit") or DEFAULT_LIMIT)
-    hits = index.search(query, max(1, min(limit, MAX_LIMIT)))
-    return {"query": query,
-            "tools": [{"name": h.name, "description": h.description, "score": h.score}
-                      for h in hits]}
