@@ -151,6 +151,25 @@ class Harness:
         self._sync_upstream(start=False)
         return self._tools
 
+    # -- what sessions read (session.py, session_tools.py) ------------------------------
+
+    @property
+    def defined_tools(self) -> Mapping[str, ToolSpec]:
+        """Every tool defined so far, as is (no upstream sync, nothing started; do not
+        modify): what a session checks a new session tool's name against."""
+        return self._tools
+
+    @property
+    def hook_chain(self) -> HookChain:
+        """The hooks of this root, compiled: sessions run ``session.*``, ``custom.*``
+        and ``meta.tool_register`` events on it."""
+        return self._chain
+
+    @property
+    def audit(self) -> AuditLog | None:
+        """The audit log (``audit.path``), or None when auditing is off."""
+        return self._audit
+
     @property
     def hooks(self) -> tuple[Any, ...]:
         return self.project.hooks

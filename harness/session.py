@@ -54,7 +54,7 @@ class Session:
         self.turn_pad: Scratchpad | None = None
         self.turns = 0
         self._emit_depth = threading.local()
-        self._audit = harness._audit
+        self._audit = harness.audit
         self.auditing = self._audit is not None or logging.getLogger(
             "harness.audit").isEnabledFor(logging.DEBUG)
         self._spills: dict[str, Path] = {}
@@ -64,7 +64,7 @@ class Session:
         self._lock = threading.Lock()
         self._closed = False
         self._ended = False
-        self._extra["read_output"] = (harness._tools["read_output"], self._read_output)
+        self._extra["read_output"] = (harness.defined_tools["read_output"], self._read_output)
         # Deferred tools found by tool_search: listed for the rest of the session.
         self.surfaced: set[str] = set()
         install_tool_search(self)
@@ -78,7 +78,7 @@ class Session:
         ``payload``, with ``session`` added), also when no hook handles the event; what
         a block means for a custom event is up to the caller.
         """
-        chain = self.harness._chain
+        chain = self.harness.hook_chain
         full = {**payload, "session": self.id}
         if not chain.for_event(event):
             # No hook handles it: the outcome of an empty chain (never None).
@@ -120,7 +120,7 @@ class Session:
 
     def extra_tool(self, name: str) -> tuple[ToolSpec, Handler | None] | None:
         found = self._extra.get(name)
-        up = self.harness._upstream
+        up = self.harness.upstream
         if found is None and up is not None and up.server_of(name) is not None:
             # NAME.TOOL of a server not started yet: start it (first use).
             return up.resolve(name)
@@ -149,7 +149,7 @@ class Session:
         """``emit(event, payload)`` from a script: run the ``custom.*`` hooks; a block
         raises in the script, the (possibly modified) payload is returned."""
         event, value = str(p["event"]), p.get("payload")
-        chain = self.harness._chain
+        chain = self.harness.hook_chain
         if not chain.for_event(event):
             return value
         depth = getattr(self._emit_depth, "n", 0)
@@ -218,7 +218,7 @@ class Session:
 
     def register_tool(self, spec: ToolSpec, handler: Handler | None = None) -> None:
         """Add a session-scoped tool (meta.tool_register, tool_search surfacing)."""
-        if spec.name in self.harness._tools and spec.name != "read_output":
+        if spec.name in self.harness.defined_tools and spec.name != "read_output":
             raise UsageError(f'tool "{spec.name}" already exists and cannot be replaced')
         self._extra[spec.name] = (spec, handler)
 

@@ -53,7 +53,7 @@ def register_meta_tool(self: Any, p: Mapping[str, Any]) -> dict[str, Any]:
     name = str(p["name"])
     limit = self.harness.config.meta.max_tools
     with self._lock:
-        if name in self.harness._tools or name in self._extra:
+        if name in self.harness.defined_tools or name in self._extra:
             raise BuiltinError(f'meta.tool_register: tool "{name}" already exists; a '
                                "registered tool can never replace another tool")
         _refuse_export_clash(self, name)
@@ -69,7 +69,7 @@ def register_meta_tool(self: Any, p: Mapping[str, Any]) -> dict[str, Any]:
     if errors:
         raise BuiltinError(f'meta.tool_register: tool "{name}" is invalid: '
                            + "; ".join(errors))
-    chain = self.harness._chain
+    chain = self.harness.hook_chain
     if chain.for_event("meta.tool_register"):
         # Registration hooks run on the harness's host runtime: same limits as any
         # hook, and no deadlock when the calling script holds the only worker.
@@ -97,7 +97,7 @@ def _refuse_export_clash(self: Any, name: str) -> None:
     """OpenAI and Anthropic see "." as "_": two tools exporting as one name would make
     every later ``definitions()`` fail, so such a registration is refused."""
     exported = name.replace(".", "_")
-    for other in (*self.harness._tools, *self._extra):
+    for other in (*self.harness.defined_tools, *self._extra):
         if other != name and other.replace(".", "_") == exported:
             raise BuiltinError(
                 f'meta.tool_register: tool "{name}" would export as "{exported}", like the '

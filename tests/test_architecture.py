@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "harness"
@@ -163,3 +164,13 @@ def test_no_top_level_module_is_over_400_lines() -> None:
     for path in sorted(PKG.glob("*.py")):
         lines = len(path.read_text().splitlines())
         assert lines <= 400, f"{path.name} has {lines} lines; give a job its own module"
+
+
+def test_sessions_read_only_the_public_surface_of_harness() -> None:
+    """session.py and session_tools.py use Harness through named properties
+    (``defined_tools``, ``hook_chain``, ``audit``, ``upstream``...), never its private
+    attributes."""
+    for name in ("session.py", "session_tools.py"):
+        text = (PKG / name).read_text()
+        found = re.findall(r"harness\._\w+", text)
+        assert not found, f"harness/{name} reads private attributes of Harness: {found}"
