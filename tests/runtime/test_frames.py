@@ -6,6 +6,9 @@ import os
 import threading
 import time
 
+import pytest
+
+from harness.runtime import wire
 from harness.runtime.wire import HEADER, SPIN_S, read_frame
 from harness.runtime.wire import Pipe as _Pipe
 
@@ -31,7 +34,9 @@ def test_frames_split_and_joined_arrive_whole() -> None:
         os.close(w)
 
 
-def test_a_long_wait_stops_the_polling_and_a_short_one_resumes_it() -> None:
+def test_a_long_wait_stops_the_polling_and_a_short_one_resumes_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire, "spare_cpu", lambda: True)  # an idle machine
     r, w = os.pipe()
     pipe = _Pipe(r, w)
     try:
@@ -68,3 +73,34 @@ def test_eof_is_reported() -> None:
         raise AssertionError("EOF not reported")
     finally:
         os.close(r)
+
+
+def test_spare_cpu_follows_the_load_average_checked_once_a_second(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire, "_CPUS", 2)
+    monkeypatch.setattr(wire._Spare, "checked", -wire.LOAD_CHECK_S)
+    load = [0.3]
+    monkeypatch.setattr(wire.os, "getloadavg", lambda: (load[0], 0.0, 0.0))
+    assert wire.spare_cpu()
+    load[0] = 1.9
+    assert wire.spare_cpu()  # still the value checked less than a second ago
+    monkeypatch.setattr(wire._Spare, "checked", -wire.LOAD_CHECK_S)
+    assert not wire.spare_cpu()
+
+
+def test_a_busy_machine_never_polls_before_blocking(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire, "spare_cpu", lambda: False)
+
+    def spin(fd: int) -> bool:
+        raise AssertionError("polled on a busy machine")
+
+    monkeypatch.setattr(wire, "_spin_until_readable", spin)
+    r, w = os.pipe()
+    pipe = _Pipe(r, w)
+    try:
+        assert pipe.spin
+        threading.Timer(SPIN_S * 5, lambda: os.write(w, frame(1, b"x"))).start()
+        assert read_frame(pipe, r, EOFError) == (1, b"x")
+    finally:
+        os.close(r)
+        os.close(w)
