@@ -128,13 +128,10 @@ class HookChain:
                 action, reason, new, took = _run_one(plan, event, current, runtime, make_ctx,
                                                      recheck)
             except HookFailure as exc:
-                message = f'hook "{hook.name}" failed: {exc}'
-                if on_decision is not None:
-                    on_decision(event, hook.name, "error", message, 0.0)
-                if hook.on_error == "allow":
+                failed = _failure(hook, exc, event, current, on_decision)
+                if failed is None:  # on_error: allow
                     continue
-                return ChainOutcome(payload=current, blocked_by=hook.name, reason=message,
-                                    failed=True)
+                return failed
             if on_decision is not None:
                 on_decision(event, hook.name, action, reason, took)
             if action == "block":
@@ -175,15 +172,12 @@ def _settle(hooks: tuple[HookPlan, ...], event: str, current: Mapping[str, Any],
             action, reason, new, took = _run_one(plan, event, current, runtime, make_ctx,
                                                  recheck)
         except HookFailure as exc:
-            message = f'hook "{hook.name}" failed: {exc}'
-            if on_decision is not None:
-                on_decision(event, hook.name, "error", message, 0.0)
-            if hook.on_error == "allow":
+            failed = _failure(hook, exc, event, current, on_decision)
+            if failed is None:  # on_error: allow
                 seen[i] = current
                 i += 1
                 continue
-            return ChainOutcome(payload=current, blocked_by=hook.name, reason=message,
-                                failed=True)
+            return failed
         if on_decision is not None:
             on_decision(event, hook.name, action, reason, took)
         if action == "block":
@@ -201,6 +195,17 @@ def _settle(hooks: tuple[HookPlan, ...], event: str, current: Mapping[str, Any],
         seen[i] = current
         i = 0 if changed else i + 1
     return _chain_outcome((current, None, "", False))
+
+
+def _failure(hook: HookSpec, exc: HookFailure, event: str, current: Mapping[str, Any],
+             on_decision: DecisionSink | None) -> ChainOutcome | None:
+    """A hook that failed: recorded, then the blocking outcome, or None (on_error: allow)."""
+    message = f'hook "{hook.name}" failed: {exc}'
+    if on_decision is not None:
+        on_decision(event, hook.name, "error", message, 0.0)
+    if hook.on_error == "allow":
+        return None
+    return ChainOutcome(payload=current, blocked_by=hook.name, reason=message, failed=True)
 
 
 def _unsettled(event: str, name: str, changes: Mapping[str, int]) -> str:
