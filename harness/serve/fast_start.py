@@ -22,7 +22,7 @@ from harness.serve.info import changes_possible, version
 log = logging.getLogger("harness.serve")
 
 # The handshake protocol versions of the installed SDK (mcp_types.version); checked
-# against the SDK's own answer on every start (see mcp.HarnessMCPServer.run_stdio).
+# against the SDK's own answer on every start (see stdio.Connection).
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MAX_LINE = 1 << 20
 
@@ -95,11 +95,12 @@ def serve_stdio(root: Any, *, watch: bool = False, watch_interval: float = 0.5) 
     if answer is not None:
         write_answer(answer)
     from harness.serve.mcp import HarnessMCPServer, quiet_sdk_logs
+    from harness.serve.stdio import serve_stdio as serve_connection
 
     quiet_sdk_logs()
     server = HarnessMCPServer(root, watch=watch, watch_interval=watch_interval,
                               harness=harness)
     try:
-        asyncio.run(server.run_stdio(replay=(line, answer)))
+        asyncio.run(serve_connection(server, replay=(line, answer)))
     finally:
         server.close()

@@ -159,6 +159,7 @@ class Client:
     surfaced: set[str] = field(default_factory=set)
     notify: Callable[[], Any] | None = None
     closed: bool = False
+    version: str | None = None  # the protocol version negotiated (handshake era)
 
 
 class _Server(Server[Any]):
@@ -177,7 +178,8 @@ class _Server(Server[Any]):
 
 
 class HarnessMCPServer:
-    """Serves one project root over MCP. Create, then ``await run_stdio()`` or ``run_http()``."""
+    """Serves one project root over MCP. Create, then ``await serve_stdio(server)``
+    (serve/stdio.py) or ``await run_http(...)``."""
 
     def __init__(self, root: Path, *, watch: bool = False, watch_interval: float = 0.5,
                  name: str = "harness", backend: StateBackend | None = None,
@@ -244,7 +246,8 @@ class HarnessMCPServer:
         if client is not None and not client.closed:
             return client
         scope = identity or f"connection:{uuid.uuid4().hex}"
-        client = Client(key=key, gen=self.gen, session=self._new_session(self.gen, scope))
+        client = Client(key=key, gen=self.gen, session=self._new_session(self.gen, scope),
+                        version=ctx.protocol_version)
         self.clients[key] = client
         if connection is not None:
             client.notify = connection.send_tool_list_changed
@@ -346,9 +349,13 @@ class HarnessMCPServer:
 
     async def _call_tool(self, ctx: Any,
                          params: types.CallToolRequestParams) -> types.CallToolResult:
-        client = self._client(ctx)
-        name = params.name
         arguments = params.arguments if params.arguments is not None else {}
+        return await self.call(self._client(ctx), params.name, arguments)
+
+    async def call(self, client: Client, name: str,
+                   arguments: Mapping[str, Any]) -> types.CallToolResult:
+        """One tools/call of ``client`` through the pipeline (on a worker thread): the
+        SDK's handler and the stdio fast lane (serve/stdio.py) both come here."""
         gen, session = client.gen, client.session
         # Unique across connections and eras (request ids are not): cancellation and
         # the audit trail find the call by it.
@@ -494,7 +501,7 @@ class HarnessMCPServer:
         old.retired = True
         if old.inflight == 0:
             await self._close_generation(old)
-        log.info("reloaded %s: %d tools", self.root, self._tool_count())
+        log.info("reloaded %s: %d tools", self.root, self.tool_count())
         self._log_tool_search_shadowing()
         await self._notify_all()
         return True
@@ -513,69 +520,11 @@ class HarnessMCPServer:
             log.warning('a project tool is named "%s": it replaces the built-in search, so '
                         "deferred tools can only be called by name", TOOL_SEARCH)
 
-    # -- transports ----------------------------------------------------------------------
+    # -- transports (stdio: serve/stdio.py) ----------------------------------------------
 
-    async def run_stdio(self, replay: tuple[bytes, dict[str, Any] | None] | None = None) -> None:
-        """Serve stdin/stdout. ``replay``: the first line, already read by the fast
-        start (fast_start.py), and the answer already sent for it, if any."""
-        from mcp.server.stdio import stdio_server
-
-        async with anyio.create_task_group() as tg:
-            if self.watch:
-                tg.start_soon(self.watch_loop)
-            async with stdio_server() as (read_stream, write_stream):
-                log.info("serving %d tools from %s over stdio", self._tool_count(),
-                         self.root)
-                if replay is None:
-                    await self.server.run(read_stream, write_stream, self.init_options())
-                else:
-                    await self._run_replayed(read_stream, write_stream, *replay)
-            tg.cancel_scope.cancel()
-            for listener in self._listeners.values():
-                listener.close()
-
-    async def _run_replayed(self, read_stream: Any, write_stream: Any, first: bytes,
-                            answered: dict[str, Any] | None) -> None:
-        """Run the SDK on stdio with ``first`` put back in front of what it reads; its
-        own answer to ``answered`` (sent already) is dropped and compared with ours."""
-        from mcp.shared.message import SessionMessage
-
-        in_send, in_recv = anyio.create_memory_object_stream[Any](0)
-        out_send, out_recv = anyio.create_memory_object_stream[Any](0)
-
-        async def pump_in() -> None:
-            async with in_send:
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(first, by_name=False)
-                    await in_send.send(SessionMessage(message))
-                except Exception as exc:  # noqa: BLE001 - the SDK answers a bad line
-                    await in_send.send(exc)
-                async for item in read_stream:
-                    await in_send.send(item)
-
-        async def pump_out() -> None:
-            drop = answered["id"] if answered is not None else None
-            async with out_recv:
-                async for item in out_recv:
-                    message = item.message
-                    if drop is not None and getattr(message, "id", None) == drop and (
-                            hasattr(message, "result") or hasattr(message, "error")):
-                        drop = None
-                        mine = json.loads(json.dumps(answered))
-                        theirs = json.loads(message.model_dump_json(by_alias=True,
-                                                                    exclude_unset=True))
-                        if mine != theirs:
-                            log.warning("the fast initialize answer differed from the SDK's: "
-                                        "sent %s, the SDK says %s", mine, theirs)
-                        continue
-                    await write_stream.send(item)
-            await write_stream.aclose()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(pump_in)
-            tg.start_soon(pump_out)
-            await self.server.run(in_recv, out_send, self.init_options())
-            tg.cancel_scope.cancel()
+    def close_listeners(self) -> None:
+        for listener in self._listeners.values():
+            listener.close()
 
     async def run_http(self, sock: Any, *, host: str, port: int,
                        tokens: Sequence[str] = (), allowed_hosts: Sequence[str] = (),
@@ -604,12 +553,12 @@ class HarnessMCPServer:
             # way to learn the port.
             log.log(max(logging.INFO, log.getEffectiveLevel()),
                     "serving %d tools from %s on http://%s:%d/mcp%s",
-                    self._tool_count(), self.root, _url_host(host), port,
+                    self.tool_count(), self.root, _url_host(host), port,
                     " (bearer tokens required)" if tokens else "")
             await server.serve(sockets=[sock])
             tg.cancel_scope.cancel()
 
-    def _tool_count(self) -> int:
+    def tool_count(self) -> int:
         """Tools listed now (those of deferred upstream servers not started yet aside)."""
         h = self.gen.harness
         return sum(1 for n, t in h.loaded_tools.items()
