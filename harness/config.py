@@ -8,10 +8,10 @@ as security invariants in SPEC §8 can only be tightened.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.artifacts.problems import Problem, a_type, as_json, suggest
 
@@ -269,109 +269,127 @@ def section_schemas() -> dict[str, Any]:
     return out
 
 
+class ConfigFinding(NamedTuple):
+    """One problem of harness.md's config, located by its key (and sub-key) only."""
+
+    key: str
+    message: str
+    sub: str | None = None
+    code: str = "config-invalid"
+    severity: str = "error"
+
+
 def parse_config(
     data: Mapping[str, Any], root: Path, path: str = "harness.md",
     lines: Mapping[str, int] | None = None,
 ) -> tuple[Config, list[Problem]]:
     """Build a Config from harness.md frontmatter. ``lines`` maps top-level keys to file lines."""
-    lines = lines or {}
-    problems: list[Problem] = []
-
-    nested = getattr(lines, "key", None)  # frontmatter.KeyLines: positions of nested keys
-
-    model_problems: list[str] = []
-
-    def err(key: str, msg: str, code: str = "config-invalid", severity: str = "error",
-            sub: str | None = None) -> None:
-        if key == "model" and severity == "error":
-            # Only the agent loop uses the model block: list, schema, call and serve work
-            # without it, and `harness run` refuses to start (ModelConfig.problems).
-            model_problems.append(msg)
-            code, severity = "model-invalid", "warning"
-            msg += "; harness run refuses to start until this is fixed"
-        line, column = lines.get(key, 1), 1
-        if nested is not None:
-            line, column = nested((key,) if sub is None else (key, sub), (line, 1))
-        problems.append(
-            Problem(path=path, line=line, column=column, severity=severity,  # type: ignore[arg-type]
-                    code=code, message=msg)
-        )
-
     root = root.resolve()
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {"workspace": root}
+    found = list(_findings(data, root, values))
+    # Only the agent loop uses the model block: list, schema, call and serve work
+    # without it, and `harness run` refuses to start (ModelConfig.problems).
+    model = tuple(f.message for f in found if f.key == "model" and f.severity == "error")
+    if model:
+        values["model"] = replace(values.get("model", ModelConfig()), problems=model)
+    problems = [_located(f, path, lines or {}) for f in found]
+    return Config(root=root, **values), problems
+
+
+def _located(f: ConfigFinding, path: str, lines: Mapping[str, int]) -> Problem:
+    """The one place a config finding gets its file, line and column."""
+    code, severity, message = f.code, f.severity, f.message
+    if f.key == "model" and severity == "error":
+        code, severity = "model-invalid", "warning"
+        message += "; harness run refuses to start until this is fixed"
+    line, column = lines.get(f.key, 1), 1
+    nested = getattr(lines, "key", None)  # frontmatter.KeyLines: positions of nested keys
+    if nested is not None:
+        line, column = nested((f.key,) if f.sub is None else (f.key, f.sub), (line, 1))
+    return Problem(path=path, line=line, column=column, severity=severity,  # type: ignore[arg-type]
+                   code=code, message=message)
+
+
+def _findings(data: Mapping[str, Any], root: Path,
+              values: dict[str, Any]) -> Iterator[ConfigFinding]:
+    """The config's problems; what is valid goes into ``values`` (Config's fields)."""
     for key, cls in _SECTIONS.items():
-        if key not in data or data[key] is None:
+        raw = data.get(key)
+        if raw is None:
             continue
-        raw = data[key]
         if not isinstance(raw, Mapping):
-            err(key, f"config {key} must be a mapping, got {a_type(raw)}")
+            yield ConfigFinding(key, f"config {key} must be a mapping, got {a_type(raw)}")
             continue
-        section = cls()
-        known = {f.name for f in fields(cls)} - set(_INTERNAL)
-        updates: dict[str, Any] = {}
-        for name, value in raw.items():
-            if name not in known:
-                hint = suggest(name, sorted(known))
-                err(key, f"unknown config key {key}.{name}{hint}; known keys: "
-                    f"{', '.join(sorted(known))}", code="config-unknown-key", severity="warning",
-                    sub=name)
-                continue
-            coerced, msg = _coerce(key, name, getattr(section, name), value)
-            if msg:
-                err(key, msg, sub=name)
-            else:
-                updates[name] = coerced
-        section = replace(section, **updates)
-        if key == "exec" and section.mounts:
-            kept = []
-            for entry in section.mounts:
-                why = mount_problem(entry, root)
-                if why:
-                    err(key, why, sub="mounts")
-                else:
-                    kept.append(entry)
-            section = replace(section, mounts=tuple(kept))
-        if key == "clock" and section.fixed is not None:
-            from datetime import datetime
-
-            try:
-                datetime.fromisoformat(section.fixed.strip())
-            except ValueError:
-                err(key, f'config clock.fixed "{section.fixed}" is not an RFC 3339 time; '
-                    'write it like "2026-01-05T09:00:00Z"', sub="fixed")
-                section = ClockConfig()
-        if key == "fs":
-            # SPEC §8.2: fs.protected can add paths, never remove the built-in ones.
-            extra = tuple(p for p in section.protected if p not in ALWAYS_PROTECTED)
-            section = replace(section, protected=ALWAYS_PROTECTED + extra)
-        values[key] = section
-
-    if model_problems:
-        values["model"] = replace(values.get("model", ModelConfig()),
-                                  problems=tuple(model_problems))
-    workspace = root
-    if "workspace" in data and data["workspace"] is not None:
-        ws = data["workspace"]
-        if not isinstance(ws, str):
-            err("workspace", f"config workspace must be a string, got {a_type(ws)}")
-        else:
-            candidate = (root / ws).resolve()
-            if candidate != root and root not in candidate.parents:
-                err("workspace", f'config workspace "{ws}" is outside the project root {root}')
-            elif not candidate.exists():
-                err("workspace", f'config workspace "{ws}" does not exist (looked for '
-                    f"{candidate}); create the directory or fix the path")
-            elif not candidate.is_dir():
-                err("workspace", f'config workspace "{ws}" is not a directory; name the '
-                    "directory the tools may work in")
-            else:
-                workspace = candidate
+        values[key] = yield from _section(key, cls, raw, root)
+    if data.get("workspace") is not None:
+        yield from _workspace(data["workspace"], root, values)
     if data.get("arguments") is not None:
         mode = data["arguments"]
         if isinstance(mode, str) and mode in ARGUMENT_MODES:
             values["arguments"] = mode
         else:
-            hint = suggest(mode, ARGUMENT_MODES)
-            err("arguments", f"config arguments must be one of {', '.join(ARGUMENT_MODES)}; "
-                f"got {as_json(mode)}{hint}")
-    return Config(root=root, workspace=workspace, **values), problems
+            yield ConfigFinding("arguments", f"config arguments must be one of "
+                                f"{', '.join(ARGUMENT_MODES)}; got {as_json(mode)}"
+                                f"{suggest(mode, ARGUMENT_MODES)}")
+
+
+def _section(key: str, cls: Any, raw: Mapping[str, Any],
+             root: Path) -> Generator[ConfigFinding, None, Any]:
+    """One config section: its findings, then (returned) the section value."""
+    section = cls()
+    known = {f.name for f in fields(cls)} - set(_INTERNAL)
+    updates: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name not in known:
+            yield ConfigFinding(key, f"unknown config key {key}.{name}"
+                                f"{suggest(name, sorted(known))}; known keys: "
+                                f"{', '.join(sorted(known))}", name, "config-unknown-key",
+                                "warning")
+            continue
+        coerced, msg = _coerce(key, name, getattr(section, name), value)
+        if msg:
+            yield ConfigFinding(key, msg, name)
+        else:
+            updates[name] = coerced
+    section = replace(section, **updates)
+    if key == "exec" and section.mounts:
+        kept = []
+        for entry in section.mounts:
+            why = mount_problem(entry, root)
+            if why:
+                yield ConfigFinding(key, why, "mounts")
+            else:
+                kept.append(entry)
+        section = replace(section, mounts=tuple(kept))
+    if key == "clock" and section.fixed is not None:
+        from datetime import datetime
+
+        try:
+            datetime.fromisoformat(section.fixed.strip())
+        except ValueError:
+            yield ConfigFinding(key, f'config clock.fixed "{section.fixed}" is not an RFC 3339 '
+                                'time; write it like "2026-01-05T09:00:00Z"', "fixed")
+            section = ClockConfig()
+    if key == "fs":
+        # SPEC §8.2: fs.protected can add paths, never remove the built-in ones.
+        extra = tuple(p for p in section.protected if p not in ALWAYS_PROTECTED)
+        section = replace(section, protected=ALWAYS_PROTECTED + extra)
+    return section
+
+
+def _workspace(ws: Any, root: Path, values: dict[str, Any]) -> Iterator[ConfigFinding]:
+    if not isinstance(ws, str):
+        yield ConfigFinding("workspace", f"config workspace must be a string, got {a_type(ws)}")
+        return
+    candidate = (root / ws).resolve()
+    if candidate != root and root not in candidate.parents:
+        yield ConfigFinding("workspace", f'config workspace "{ws}" is outside the project '
+                            f"root {root}")
+    elif not candidate.exists():
+        yield ConfigFinding("workspace", f'config workspace "{ws}" does not exist (looked for '
+                            f"{candidate}); create the directory or fix the path")
+    elif not candidate.is_dir():
+        yield ConfigFinding("workspace", f'config workspace "{ws}" is not a directory; name '
+                            "the directory the tools may work in")
+    else:
+        values["workspace"] = candidate
