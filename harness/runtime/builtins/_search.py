@@ -21,8 +21,9 @@ itself ignored is searched as asked, with the ``.gitignore`` files at and below 
 ``fs.grep`` reads each file whole and runs RE2 over the buffer with ``(?m)`` and
 ``never_nl``: a match can then never span lines, so the matches found are exactly the
 lines a line-by-line search finds; each is verified against the pattern as given
-before it is reported. Files are visited in path order and the scan stops at
-``max_matches``.
+before it is reported. Files are visited in path order (or, with ``order="walk"``,
+in the order the file system lists each directory, as ``grep -r`` does) and the scan
+stops at ``max_matches``.
 """
 
 from __future__ import annotations
@@ -259,12 +260,16 @@ def _link_visible(jail: _j.Jail, rel: str) -> bool:
 
 class Walk:
     """Entries below a start directory matching a :class:`Pattern`, in path order
-    (files only when ``files_only``: then in exactly sorted path order)."""
+    (files only when ``files_only``: then in exactly sorted path order). With
+    ``sort=False`` each directory's entries come in the order the file system lists
+    them (``scandir``), a directory's content right after the directory, as with
+    ``grep -r`` or ``find``; the rules applied are the same."""
 
     def __init__(self, jail: _j.Jail, pattern: Pattern, *, ignores: Ignores | None,
-                 tick: Callable[[], None], files_only: bool = False) -> None:
+                 tick: Callable[[], None], files_only: bool = False,
+                 sort: bool = True) -> None:
         self.jail, self.pattern, self.ignores = jail, pattern, ignores
-        self.tick, self.files_only = tick, files_only
+        self.tick, self.files_only, self.sort = tick, files_only, sort
 
     def run(self, fd: int, real: str) -> Generator[tuple[int, str, str, str], None, None]:
         """Yield ``(dir_fd, name, rel, kind)``; ``dir_fd`` is valid until the next item.
@@ -312,7 +317,8 @@ class Walk:
     def _frame(self, dfd: int, rel: str, folded: tuple[str, ...], states: tuple[int, ...],
                ignores: Ignores | None) -> tuple[int, str, tuple[str, ...], tuple[int, ...],
                                                  Ignores | None, list[tuple[str, str, str]]]:
-        """A directory's entries, sorted in reverse (popped from the end)."""
+        """A directory's entries in reverse (popped from the end): sorted, or in the
+        file system's order when the walk does not sort."""
         self.tick()
         self.jail.refresh()
         entries: list[tuple[str, str, str]] = []  # (sort key, name, kind)
@@ -334,7 +340,10 @@ class Walk:
                 if kind == FILE and name == GITIGNORE:
                     has_gitignore = True
                 entries.append((name + "/" if kind == DIR else name, name, kind))
-        entries.sort(reverse=True)
+        if self.sort:
+            entries.sort(reverse=True)
+        else:
+            entries.reverse()
         if ignores is not None and has_gitignore:
             ignores = _with_dir(ignores, dfd, rel)
         return dfd, rel, folded, states, ignores, entries
