@@ -395,3 +395,17 @@ def test_bad_gitignore_lines_are_skipped(ctx: CallContext, ws: Path) -> None:
     (ws / "b.txt").write_text("hit\n")
     assert fs.glob(ctx, "*") == ["b.txt"]
     assert fs.grep(ctx, "hit") == [{"path": "b.txt", "line": 1, "text": "hit"}]
+
+
+def test_changed_gitignore_is_seen_by_the_next_call(ctx: CallContext, ws: Path) -> None:
+    """Compiled rules are cached by content: a .gitignore changed between two calls
+    takes effect at once."""
+    (ws / "a.log").write_text("hit\n")
+    (ws / "b.txt").write_text("hit\n")
+    (ws / ".gitignore").write_text("*.log\n")
+    assert fs.glob(ctx, "*") == ["b.txt"]
+    (ws / ".gitignore").write_text("*.txt\n")
+    assert fs.glob(ctx, "*") == ["a.log"]
+    assert [m["path"] for m in fs.grep(ctx, "hit", order="walk")] == ["a.log"]
+    (ws / ".gitignore").write_text("*.log\n")
+    assert [m["path"] for m in fs.grep(ctx, "hit")] == ["b.txt"]
