@@ -351,12 +351,12 @@ class Walk:
             for e in it:
                 name = e.name
                 try:
-                    if e.is_symlink():
-                        kind = LINK
+                    if e.is_file(follow_symlinks=False):  # most entries: one call
+                        kind = FILE
                     elif e.is_dir(follow_symlinks=False):
                         kind = DIR
-                    elif e.is_file(follow_symlinks=False):
-                        kind = FILE
+                    elif e.is_symlink():
+                        kind = LINK
                     else:
                         kind = OTHER
                 except OSError:
