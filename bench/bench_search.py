@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
 import statistics
 import subprocess
@@ -157,7 +158,8 @@ def main() -> None:
     tree = project / "tree"
     count = subprocess.run("find tree -type f | wc -l; du -sb tree", shell=True, cwd=project,
                            capture_output=True, text=True).stdout.split()
-    print(f"tree: {count[0]} files, {int(count[1]) / 1e6:.0f} MB ({tree})")
+    print(f"tree: {count[0]} files, {int(count[1]) / 1e6:.0f} MB ({tree}); "
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     ctx = CallContext(config=Config(root=project, workspace=tree))
 
     with contextlib.ExitStack() as stack:
@@ -237,6 +239,7 @@ def main() -> None:
                 "inprocess", "list_files", {"pattern": "**/*.py", "max_entries": 5000}),
         }, args.rounds))
     jail_mod.clear_jails()
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

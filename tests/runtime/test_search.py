@@ -129,7 +129,9 @@ CHUNKS = [b"import os", b"foo", b"FOO bar", b"x", b"", b" ", b"\t", b"\r", b"\r\
 PATTERNS = ["import", "^import", "o$", "^$", "x*", "", "(?i)foo", r"\bfoo\b", ".", "é",
             r"\x{fffd}", "[^a]", r"\s+$", r"a\nb", r"\C", "foo|^x", r"\Aimport", r"o\z",
             "(?-m)^x", r"\pL$", "\r", r"\r$", "^.{3}$", "a{1000}", r"(?s)o.*r", "[[:^alpha:]]$",
-            r"\B", "(?m)^foo", r"\x{FFFD}$", "(?i)É", "[\r]", r"[xr\r]$", "d$", r"\W$"]
+            r"\B", "(?m)^foo", r"\x{FFFD}$", "(?i)É", "[\r]", r"[xr\r]$", "d$", r"\W$",
+            # literals (found with bytes.find): plain text, blanks, U+FFFD, a NUL
+            "foo", "FOO bar", "\t", " ", "\ufffd", "aaa", "-", "é\xff", "caf", "o\x00"]
 GLOBS = ["**/*", "*", "**/*.py", "a/**", "**/.*", "a/*", "**/a*", "**/b/*", ".hid/*",
          "**", "a/**/*.txt", "[ab]*/**/?"]
 

@@ -55,6 +55,9 @@ _BUFFER_OPTIONS.never_nl = True
 # Patterns whose meaning changes when run over a whole buffer: text anchors, or a
 # flag group that turns multi-line mode off. They are scanned line by line.
 _LINE_ONLY = re.compile(r"\\[Az]|\(\?[a-zA-Z]*-[a-zA-Z]*m")
+# Characters with a meaning in RE2 syntax (and line ends): a pattern without any of
+# them is a literal.
+_SPECIAL = re.compile(r"[\\.^$|?*+()\[\]{}\r\n]")
 
 
 # ----------------------------------------------------------------------- gitignore
@@ -411,12 +414,16 @@ def read_open(fd: int, cap: int) -> bytes | None:
 class Scanner:
     """Matching lines of a buffer, as a line-by-line search would find them."""
 
-    __slots__ = ("buffer", "line", "max_chars")
+    __slots__ = ("buffer", "line", "literal", "max_chars")
 
     def __init__(self, pattern: str, line_regex: Any, max_chars: int) -> None:
         self.line = line_regex._regexp
         self.max_chars = max_chars
         self.buffer = None
+        # A pattern of plain characters only matches itself, within one line: every
+        # hit is a matching line (nothing to verify); see _literal.
+        self.literal = (pattern.encode("utf-8") if pattern and not _SPECIAL.search(pattern)
+                        else None)
         if not _LINE_ONLY.search(pattern):
             self.buffer = re2.compile("(?m)" + pattern, options=_BUFFER_OPTIONS)._regexp
 
@@ -432,6 +439,8 @@ class Scanner:
             data = data.replace(b"\r\n", b"\n")
             if data.endswith(b"\r"):  # a last line without "\n" loses its "\r" too
                 data = data[:-1]
+        if self.literal is not None:
+            return self._literal(self.literal, data, limit)
         if self.buffer is None:
             return self._by_line(data, limit)
         find, verify, size = self.buffer.Match, self.line.Match, len(data)
@@ -455,6 +464,30 @@ class Scanner:
                 if len(out) >= limit:
                     break
             pos = end + 1
+        return out
+
+    def _literal(self, literal: bytes, data: bytes, limit: int) -> list[tuple[int, str]]:
+        """:meth:`scan` for a literal pattern: RE2 finds the first hit (it skips text
+        faster than ``bytes.find``, which matters when there is none), ``bytes.find``
+        the next ones (cheaper per call); a hit needs no check against its line."""
+        size = len(data)
+        out: list[tuple[int, str]] = []
+        pos = counted = 0
+        number = 1
+        start = self.buffer.Match(_UNANCHORED, data, 0, size)[0][0]  # type: ignore[union-attr]
+        while start >= 0:
+            nl = data.rfind(b"\n", pos, start)
+            begin = nl + 1 if nl >= 0 else pos
+            end = data.find(b"\n", start)
+            if end < 0:
+                end = size
+            number += data.count(b"\n", counted, begin)
+            counted = begin
+            out.append((number, data[begin:end].decode("utf-8")[:self.max_chars]))
+            if len(out) >= limit:
+                break
+            pos = end + 1
+            start = data.find(literal, pos)
         return out
 
     def _by_line(self, data: bytes, limit: int) -> list[tuple[int, str]]:
