@@ -14,12 +14,13 @@ the per-round ratio's median):
 
 * no match, full scan: ``grep -rnE P tree`` vs ``fs.grep(P)`` vs ``search_files``;
 * a common pattern, 1000 matches: ``grep -rn import tree | head -1000`` vs
-  ``fs.grep("import", max_matches=1000)`` vs ``search_files`` (max_matches 1000).
-  ``grep -r`` reads directories in the file system's order, which here reaches 1000
-  matches after 51 files, while harness returns matches in path order and so reads the
-  1,882 files that come first in path order. The second baseline is GNU grep given the
-  same files in path order (``grep -n import FILE... | head -1000``): the same work;
-  ratios are printed against both;
+  ``fs.grep("import", max_matches=1000, order="walk")`` vs ``search_files``
+  (max_matches 1000, ``order: walk``): all read directories in the file system's
+  order and stop at the 1,000th line (here after 51 files). Then the default path
+  order, which must read the 1,882 files that come first in path order:
+  ``fs.grep``/``search_files`` against GNU grep given the same files in path order
+  (``grep -n import FILE... | head -1000``), the same work; ratios are printed against
+  both baselines;
 * ``find tree -name '*.py'`` vs ``fs.glob("**/*.py")`` vs ``list_files``
   (``pattern: "**/*.py"``, ``max_entries: 5000``).
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
 import statistics
 import subprocess
@@ -156,7 +158,8 @@ def main() -> None:
     tree = project / "tree"
     count = subprocess.run("find tree -type f | wc -l; du -sb tree", shell=True, cwd=project,
                            capture_output=True, text=True).stdout.split()
-    print(f"tree: {count[0]} files, {int(count[1]) / 1e6:.0f} MB ({tree})")
+    print(f"tree: {count[0]} files, {int(count[1]) / 1e6:.0f} MB ({tree}); "
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     ctx = CallContext(config=Config(root=project, workspace=tree))
 
     with contextlib.ExitStack() as stack:
@@ -199,14 +202,28 @@ def main() -> None:
             return subprocess.run(ordered, cwd=project, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, check=False)
 
+        walked = fs.grep(ctx, COMMON, max_matches=1000, order="walk")
+        head = subprocess.run(f"grep -rn {COMMON} tree | head -1000", shell=True, cwd=project,
+                              capture_output=True, text=True).stdout.splitlines()
+        assert len(walked) == 1000 and {m["path"] for m in walked} == {
+            h.split(":", 1)[0].removeprefix("tree/") for h in head}, "not grep -r's files"
         print("\nmax_matches 1000: grep -r reads directories in file-system order and stops "
-              "after the first\n1,000 lines; harness returns them in path order, so it must "
-              "read every file that comes\nfirst in path order. Ratio 2 is the like-for-like "
-              "one: GNU grep given the same files in\npath order (see docs/search.md).")
+              "after the first\n1,000 lines, as harness does with order walk. In path order "
+              "(the default) harness must\nread every file that comes first in path order: "
+              "ratio 2 compares that with GNU grep given\nthe same files in path order "
+              "(see docs/search.md).")
         report(f"common pattern ({COMMON!r}), max_matches 1000", measure({
             "grep -rn | head -1000 (directory order)": shell(
                 f"grep -rn {COMMON} tree | head -1000", project),
             "grep -n FILES in path order | head -1000": in_order,
+            'fs.grep order="walk"': lambda: fs.grep(ctx, COMMON, max_matches=1000,
+                                                    order="walk"),
+            "search_files order walk (process isolation)": tool(
+                "process", "search_files", {"pattern": COMMON, "max_matches": 1000,
+                                            "order": "walk"}),
+            "search_files order walk (in-process)": tool(
+                "inprocess", "search_files", {"pattern": COMMON, "max_matches": 1000,
+                                              "order": "walk"}),
             "fs.grep": lambda: fs.grep(ctx, COMMON, max_matches=1000),
             "search_files (process isolation)": tool(
                 "process", "search_files", {"pattern": COMMON, "max_matches": 1000}),
@@ -222,6 +239,7 @@ def main() -> None:
                 "inprocess", "list_files", {"pattern": "**/*.py", "max_entries": 5000}),
         }, args.rounds))
     jail_mod.clear_jails()
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ The other way, the list of dicts ``fs.grep``, ``fs.glob`` and ``fs.list`` return
 (:data:`JSON_BUILTINS`): 2,418 ``fs.glob`` dicts take 10.9 ms through starlark-pyo3.
 Starlark's ``json.decode`` sorts each object's keys, so the dicts go over as rows
 instead: ``[keys, [[value, ...], ...]]``, rebuilt in Starlark with
-``dict(zip(keys, row))`` (key order kept; ~3 ms). Only when every item is a dict
+``dict(zip(keys, row))`` (key order kept; ~3 ms), or a dict literal for three keys
+(half the time of ``dict(zip())``; the keys are distinct, so the dict is the same).
+Only when every item is a dict
 with the same string keys in the same order and every value a string, bool, None or
 an integer within 64 bits (:func:`to_starlark`); anything else keeps the plain
 conversion. Tool arguments are small; they keep the plain conversion too.
@@ -70,6 +72,9 @@ def __{mod}_{name}(*args, **kwargs):
         return got
     got = __harness_native_json.decode(got)
     keys = got[0]
+    if len(keys) == 3:  # fs.grep, fs.glob(details = True), fs.list: twice as fast
+        k0, k1, k2 = keys
+        return [{{k0: a, k1: b, k2: c}} for a, b, c in got[1]]
     return [dict(zip(keys, row)) for row in got[1]]
 """
 _INT_MIN, _INT_MAX = -(1 << 63), 1 << 63  # json.decode: exact within, a float beyond

@@ -190,6 +190,32 @@ def test_search_files_caps_and_errors(ws: Path) -> None:
     assert report["exit_code"] == 1 and "$.max_matches" in report["text"]
 
 
+def test_search_files_walk_order(ws: Path) -> None:
+    """order "walk": the lines of the path-order answer, files in the order the
+    directories are read, each file's lines together and ascending; stops at max_matches."""
+    (ws / ".gitignore").write_text("skip/\n")
+    for d in ("b", "a", "c/d", "skip"):
+        (ws / d).mkdir(parents=True, exist_ok=True)
+        for f in ("z.txt", "y.txt"):
+            (ws / d / f).write_text("needle 1\nx\nneedle 2\n")
+    (ws / ".env").write_text("needle=secret\n")
+    by_path = ok(ws, "search_files", {"pattern": "needle", "max_matches": 1000})
+    walked = ok(ws, "search_files", {"pattern": "needle", "max_matches": 1000, "order": "walk"})
+    assert by_path["count"] == walked["count"] == 12 and not walked["truncated"]
+    assert {m["path"] for m in by_path["matches"]} == {
+        f"{d}/{f}" for d in ("a", "b", "c/d") for f in ("y.txt", "z.txt")}
+    key = lambda m: (m["path"], m["line"])  # noqa: E731
+    assert sorted(walked["matches"], key=key) == by_path["matches"]
+    paths = [m["path"] for m in walked["matches"]]
+    assert all(paths.index(p) + paths.count(p) - 1 == len(paths) - 1 - paths[::-1].index(p)
+               for p in paths)  # each file's lines contiguous
+    capped = ok(ws, "search_files", {"pattern": "needle", "max_matches": 3, "order": "walk"})
+    assert (capped["count"], capped["truncated"]) == (3, True)
+    assert all(m in by_path["matches"] for m in capped["matches"])
+    report = call(ws, "search_files", {"pattern": "needle", "order": "random"})
+    assert report["exit_code"] == 1 and "$.order" in report["text"]
+
+
 # -- .gitignore --------------------------------------------------------------------------
 
 

@@ -466,6 +466,7 @@ def test_race_grep_and_glob_never_see_outside(ctx: CallContext, tmp_path: Path) 
 
     def attempt() -> None:
         assert all(m["text"] != SECRET for m in fs.grep(ctx, "."))
+        assert all(m["text"] != SECRET for m in fs.grep(ctx, ".", order="walk"))
         assert all(not p.startswith("d/secret") for p in fs.glob(ctx, "**/*"))
 
     (tmp_path / "outside" / "f").write_text(SECRET)
@@ -490,6 +491,7 @@ def test_race_grep_walk_below_the_root(ctx: CallContext, tmp_path: Path) -> None
 
     def attempt() -> None:
         found = fs.grep(ctx, ".", max_matches=10000)
+        found += fs.grep(ctx, ".", max_matches=10000, order="walk")
         assert all(m["text"] != SECRET for m in found)
         assert all("outside" not in p for p in fs.glob(ctx, "**/*"))
 

@@ -129,7 +129,9 @@ CHUNKS = [b"import os", b"foo", b"FOO bar", b"x", b"", b" ", b"\t", b"\r", b"\r\
 PATTERNS = ["import", "^import", "o$", "^$", "x*", "", "(?i)foo", r"\bfoo\b", ".", "é",
             r"\x{fffd}", "[^a]", r"\s+$", r"a\nb", r"\C", "foo|^x", r"\Aimport", r"o\z",
             "(?-m)^x", r"\pL$", "\r", r"\r$", "^.{3}$", "a{1000}", r"(?s)o.*r", "[[:^alpha:]]$",
-            r"\B", "(?m)^foo", r"\x{FFFD}$", "(?i)É", "[\r]", r"[xr\r]$", "d$", r"\W$"]
+            r"\B", "(?m)^foo", r"\x{FFFD}$", "(?i)É", "[\r]", r"[xr\r]$", "d$", r"\W$",
+            # literals (found with bytes.find): plain text, blanks, U+FFFD, a NUL
+            "foo", "FOO bar", "\t", " ", "\ufffd", "aaa", "-", "é\xff", "caf", "o\x00"]
 GLOBS = ["**/*", "*", "**/*.py", "a/**", "**/.*", "a/*", "**/a*", "**/b/*", ".hid/*",
          "**", "a/**/*.txt", "[ab]*/**/?"]
 
@@ -395,3 +397,17 @@ def test_bad_gitignore_lines_are_skipped(ctx: CallContext, ws: Path) -> None:
     (ws / "b.txt").write_text("hit\n")
     assert fs.glob(ctx, "*") == ["b.txt"]
     assert fs.grep(ctx, "hit") == [{"path": "b.txt", "line": 1, "text": "hit"}]
+
+
+def test_changed_gitignore_is_seen_by_the_next_call(ctx: CallContext, ws: Path) -> None:
+    """Compiled rules are cached by content: a .gitignore changed between two calls
+    takes effect at once."""
+    (ws / "a.log").write_text("hit\n")
+    (ws / "b.txt").write_text("hit\n")
+    (ws / ".gitignore").write_text("*.log\n")
+    assert fs.glob(ctx, "*") == ["b.txt"]
+    (ws / ".gitignore").write_text("*.txt\n")
+    assert fs.glob(ctx, "*") == ["a.log"]
+    assert [m["path"] for m in fs.grep(ctx, "hit", order="walk")] == ["a.log"]
+    (ws / ".gitignore").write_text("*.log\n")
+    assert [m["path"] for m in fs.grep(ctx, "hit")] == ["b.txt"]

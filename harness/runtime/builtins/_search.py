@@ -21,8 +21,9 @@ itself ignored is searched as asked, with the ``.gitignore`` files at and below 
 ``fs.grep`` reads each file whole and runs RE2 over the buffer with ``(?m)`` and
 ``never_nl``: a match can then never span lines, so the matches found are exactly the
 lines a line-by-line search finds; each is verified against the pattern as given
-before it is reported. Files are visited in path order and the scan stops at
-``max_matches``.
+before it is reported. Files are visited in path order (or, with ``order="walk"``,
+in the order the file system lists each directory, as ``grep -r`` does) and the scan
+stops at ``max_matches``.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ _BUFFER_OPTIONS.never_nl = True
 # Patterns whose meaning changes when run over a whole buffer: text anchors, or a
 # flag group that turns multi-line mode off. They are scanned line by line.
 _LINE_ONLY = re.compile(r"\\[Az]|\(\?[a-zA-Z]*-[a-zA-Z]*m")
+# Characters with a meaning in RE2 syntax (and line ends): a pattern without any of
+# them is a literal.
+_SPECIAL = re.compile(r"[\\.^$|?*+()\[\]{}\r\n]")
 
 
 # ----------------------------------------------------------------------- gitignore
@@ -74,9 +78,31 @@ def matcher(spec: Any) -> Callable[[str], tuple[bool | None, Any]]:
     return lambda path: (spec.check_file(path).include, None)
 
 
+# Compiled rules by file content: a call re-reads every .gitignore (so a changed file
+# is always seen) but compiles each distinct content once (~1.5 ms for a typical
+# 40-line file). Only small files are kept; the cache is emptied when full.
+_SPECS: dict[bytes, Any] = {}
+MAX_CACHED_SPECS = 256
+MAX_CACHED_SPEC_BYTES = 64 << 10
+
+
 def _spec(data: bytes) -> Any:
     """The rules of one ignore file; lines pathspec cannot compile are skipped, as git
-    skips invalid patterns (None if no rule is left)."""
+    skips invalid patterns (None if no rule is left). Cached by content."""
+    if len(data) > MAX_CACHED_SPEC_BYTES:
+        return _compile_spec(data)
+    try:
+        return _SPECS[data]
+    except KeyError:
+        pass
+    spec = _compile_spec(data)
+    if len(_SPECS) >= MAX_CACHED_SPECS:
+        _SPECS.clear()
+    _SPECS[data] = spec
+    return spec
+
+
+def _compile_spec(data: bytes) -> Any:
     lines = data.decode("utf-8", "replace").splitlines()
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
@@ -259,52 +285,58 @@ def _link_visible(jail: _j.Jail, rel: str) -> bool:
 
 class Walk:
     """Entries below a start directory matching a :class:`Pattern`, in path order
-    (files only when ``files_only``: then in exactly sorted path order)."""
+    (files only when ``files_only``: then in exactly sorted path order). With
+    ``sort=False`` each directory's entries come in the order the file system lists
+    them (``scandir``), a directory's content right after the directory, as with
+    ``grep -r`` or ``find``; the rules applied are the same."""
 
     def __init__(self, jail: _j.Jail, pattern: Pattern, *, ignores: Ignores | None,
-                 tick: Callable[[], None], files_only: bool = False) -> None:
+                 tick: Callable[[], None], files_only: bool = False,
+                 sort: bool = True) -> None:
         self.jail, self.pattern, self.ignores = jail, pattern, ignores
-        self.tick, self.files_only = tick, files_only
+        self.tick, self.files_only, self.sort = tick, files_only, sort
 
     def run(self, fd: int, real: str) -> Generator[tuple[int, str, str, str], None, None]:
         """Yield ``(dir_fd, name, rel, kind)``; ``dir_fd`` is valid until the next item.
         ``fd`` (the start directory, opened through the jail) is not closed."""
         jail, pattern, files_only = self.jail, self.pattern, self.files_only
+        step, hidden_entry = pattern.step, jail.hidden_entry
         folded = tuple(_j._fold(p for p in real.split("/") if p))
         # one frame per open directory: (fd, rel, folded, states, ignores, entries)
         stack = [self._frame(fd, real, folded, pattern.start(), self.ignores)]
         try:
             while stack:
                 dfd, rel, folded, states, ignores, entries = stack[-1]
-                if not entries:
+                while entries:  # this directory's entries, until one to descend into
+                    _key, name, kind = entries.pop()
+                    accept, nxt = step(states, name)
+                    if not accept and not (nxt and kind == DIR):
+                        continue
+                    if hidden_entry(folded, name):
+                        continue
+                    crel = f"{rel}/{name}" if rel else name
+                    if ignores and is_ignored(ignores, crel, kind == DIR):
+                        continue
+                    if accept and (kind == FILE or not files_only):
+                        if kind != LINK or _link_visible(jail, crel):
+                            yield dfd, name, crel, kind
+                    if nxt and kind == DIR:
+                        try:
+                            cfd = os.open(name, _NOFOLLOW_DIR, dir_fd=dfd)
+                        except OSError:
+                            continue  # vanished, swapped for a symlink, or unreadable
+                        try:
+                            frame = self._frame(cfd, crel, (*folded, name.casefold()), nxt,
+                                                ignores)
+                        except BaseException:
+                            os.close(cfd)
+                            raise
+                        stack.append(frame)
+                        break
+                else:  # done with this directory
                     stack.pop()
                     if stack:  # the start directory is the caller's to close
                         os.close(dfd)
-                    continue
-                _key, name, kind = entries.pop()
-                accept, nxt = pattern.step(states, name)
-                if not accept and not (nxt and kind == DIR):
-                    continue
-                if jail.hidden_entry(folded, name):
-                    continue
-                crel = f"{rel}/{name}" if rel else name
-                if ignores and is_ignored(ignores, crel, kind == DIR):
-                    continue
-                if accept and (kind == FILE or not files_only):
-                    if kind != LINK or _link_visible(jail, crel):
-                        yield dfd, name, crel, kind
-                if nxt and kind == DIR:
-                    try:
-                        cfd = os.open(name, _NOFOLLOW_DIR, dir_fd=dfd)
-                    except OSError:
-                        continue  # vanished, swapped for a symlink, or unreadable
-                    try:
-                        frame = self._frame(cfd, crel, (*folded, name.casefold()), nxt,
-                                            ignores)
-                    except BaseException:
-                        os.close(cfd)
-                        raise
-                    stack.append(frame)
         finally:
             for frame in stack[1:]:
                 os.close(frame[0])
@@ -312,7 +344,8 @@ class Walk:
     def _frame(self, dfd: int, rel: str, folded: tuple[str, ...], states: tuple[int, ...],
                ignores: Ignores | None) -> tuple[int, str, tuple[str, ...], tuple[int, ...],
                                                  Ignores | None, list[tuple[str, str, str]]]:
-        """A directory's entries, sorted in reverse (popped from the end)."""
+        """A directory's entries in reverse (popped from the end): sorted, or in the
+        file system's order when the walk does not sort."""
         self.tick()
         self.jail.refresh()
         entries: list[tuple[str, str, str]] = []  # (sort key, name, kind)
@@ -321,12 +354,12 @@ class Walk:
             for e in it:
                 name = e.name
                 try:
-                    if e.is_symlink():
-                        kind = LINK
+                    if e.is_file(follow_symlinks=False):  # most entries: one call
+                        kind = FILE
                     elif e.is_dir(follow_symlinks=False):
                         kind = DIR
-                    elif e.is_file(follow_symlinks=False):
-                        kind = FILE
+                    elif e.is_symlink():
+                        kind = LINK
                     else:
                         kind = OTHER
                 except OSError:
@@ -334,7 +367,10 @@ class Walk:
                 if kind == FILE and name == GITIGNORE:
                     has_gitignore = True
                 entries.append((name + "/" if kind == DIR else name, name, kind))
-        entries.sort(reverse=True)
+        if self.sort:
+            entries.sort(reverse=True)
+        else:
+            entries.reverse()
         if ignores is not None and has_gitignore:
             ignores = _with_dir(ignores, dfd, rel)
         return dfd, rel, folded, states, ignores, entries
@@ -378,12 +414,16 @@ def read_open(fd: int, cap: int) -> bytes | None:
 class Scanner:
     """Matching lines of a buffer, as a line-by-line search would find them."""
 
-    __slots__ = ("buffer", "line", "max_chars")
+    __slots__ = ("buffer", "line", "literal", "max_chars")
 
     def __init__(self, pattern: str, line_regex: Any, max_chars: int) -> None:
         self.line = line_regex._regexp
         self.max_chars = max_chars
         self.buffer = None
+        # A pattern of plain characters only matches itself, within one line: every
+        # hit is a matching line (nothing to verify); see _literal.
+        self.literal = (pattern.encode("utf-8") if pattern and not _SPECIAL.search(pattern)
+                        else None)
         if not _LINE_ONLY.search(pattern):
             self.buffer = re2.compile("(?m)" + pattern, options=_BUFFER_OPTIONS)._regexp
 
@@ -399,6 +439,8 @@ class Scanner:
             data = data.replace(b"\r\n", b"\n")
             if data.endswith(b"\r"):  # a last line without "\n" loses its "\r" too
                 data = data[:-1]
+        if self.literal is not None:
+            return self._literal(self.literal, data, limit)
         if self.buffer is None:
             return self._by_line(data, limit)
         find, verify, size = self.buffer.Match, self.line.Match, len(data)
@@ -422,6 +464,30 @@ class Scanner:
                 if len(out) >= limit:
                     break
             pos = end + 1
+        return out
+
+    def _literal(self, literal: bytes, data: bytes, limit: int) -> list[tuple[int, str]]:
+        """:meth:`scan` for a literal pattern: RE2 finds the first hit (it skips text
+        faster than ``bytes.find``, which matters when there is none), ``bytes.find``
+        the next ones (cheaper per call); a hit needs no check against its line."""
+        size = len(data)
+        out: list[tuple[int, str]] = []
+        pos = counted = 0
+        number = 1
+        start = self.buffer.Match(_UNANCHORED, data, 0, size)[0][0]  # type: ignore[union-attr]
+        while start >= 0:
+            nl = data.rfind(b"\n", pos, start)
+            begin = nl + 1 if nl >= 0 else pos
+            end = data.find(b"\n", start)
+            if end < 0:
+                end = size
+            number += data.count(b"\n", counted, begin)
+            counted = begin
+            out.append((number, data[begin:end].decode("utf-8")[:self.max_chars]))
+            if len(out) >= limit:
+                break
+            pos = end + 1
+            start = data.find(literal, pos)
         return out
 
     def _by_line(self, data: bytes, limit: int) -> list[tuple[int, str]]:

@@ -445,13 +445,15 @@ def _bool(name: str, arg: str, value: Any) -> bool:
 
 
 def _walk(ctx: CallContext, name: str, jail: _j.Jail, fd: int, real: str, parts: list[str],
-          include_ignored: bool, files_only: bool = False
+          include_ignored: bool, files_only: bool = False, sort: bool = True
           ) -> Generator[tuple[int, str, str, str], None, None]:
     """(dir_fd, name, workspace-relative path, kind) of the entries below the directory
-    ``fd`` (resolved path ``real``) matching ``parts``; see :mod:`._search`."""
+    ``fd`` (resolved path ``real``) matching ``parts``, in path order (``sort``) or in
+    the file system's; see :mod:`._search`."""
     ignores = None if include_ignored else _s.start_ignores(jail, real)
     walk = _s.Walk(jail, _s.Pattern(parts), ignores=ignores,
-                   tick=functools.partial(_deadline, ctx, name), files_only=files_only)
+                   tick=functools.partial(_deadline, ctx, name), files_only=files_only,
+                   sort=sort)
     return walk.run(fd, real)
 
 
@@ -517,13 +519,27 @@ def _scanner(pattern: str) -> _s.Scanner:
     return _s.Scanner(pattern, _compile(pattern), MAX_GREP_LINE_CHARS)
 
 
+GREP_ORDERS = ("path", "walk")
+
+
+def _order(value: Any) -> str:
+    order = _str("fs.grep", "order", value)
+    if order not in GREP_ORDERS:
+        raise BuiltinError(f'fs.grep: order must be "path" (sorted by path, the default) or '
+                           f'"walk" (the file system\'s order, stops reading sooner), '
+                           f'got "{order}"')
+    return order
+
+
 @_builtin("fs.grep")
 def grep(ctx: CallContext, pattern: Any, path: Any = ".", glob: Any = "**/*",
-         max_matches: Any = 100, include_ignored: Any = False) -> list[dict[str, Any]]:
+         max_matches: Any = 100, include_ignored: Any = False,
+         order: Any = "path") -> list[dict[str, Any]]:
     scanner = _scanner(_str("fs.grep", "pattern", pattern))
     path = _str("fs.grep", "path", path)
     limit = _int("fs.grep", "max_matches", max_matches, 1, MAX_GREP_MATCHES)
     include_ignored = _bool("fs.grep", "include_ignored", include_ignored)
+    sort = _order(order) == "path"
     jail = _jail(ctx)
     parts = _glob_parts("fs.grep", glob, jail)
     fd, real = jail.open(path, _j.PROBE_FLAGS)
@@ -548,7 +564,7 @@ def grep(ctx: CallContext, pattern: Any, path: Any = ".", glob: Any = "**/*",
     fd, real = jail.open(path, _j.DIR_FLAGS)
     try:
         with contextlib.closing(_walk(ctx, "fs.grep", jail, fd, real, parts or ["**", "*"],
-                                      include_ignored, files_only=True)) as walk:
+                                      include_ignored, files_only=True, sort=sort)) as walk:
             for dfd, name, rel, _kind in walk:
                 _deadline(ctx, "fs.grep")
                 data = _s.read_file(dfd, name, cap)
