@@ -55,6 +55,11 @@ def start_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
             real(primer, "true")
         except Exception:  # noqa: BLE001 - the call under test reports it
             pass
+        # The sandbox is prepared in the background, and prewarm.take waits only 0.1 s
+        # for one being started: on a busy machine (other test processes) starting it can
+        # take longer, and the command would start cold. Wait until the start is over.
+        with prewarm._cond:
+            prewarm._cond.wait_for(lambda: not prewarm._pending, timeout=10)
         state["in_call"], state["cold"] = True, False
         try:
             return real(ctx, cmd, args, *a, **kw)
