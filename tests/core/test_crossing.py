@@ -175,13 +175,18 @@ def _into(value: Any) -> tuple[str, str]:
 
 
 _row_keys = st.lists(keys, min_size=0, max_size=4, unique=True)
+# A cell's kind decides whether rows are used (to_starlark); a nested cell only has to be
+# there (any list or dict cell means the plain conversion, on both sides of the
+# comparison), how deep it nests does not matter here: the deep values are
+# test_same_value_as_the_plain_conversion's. One level keeps an example cheap to draw.
+_cells = scalars | st.lists(scalars, max_size=3) | st.dictionaries(keys, scalars, max_size=3)
 
 
 @st.composite
 def _lists_of_dicts(draw: st.DrawFn) -> list[Any]:
     ks = draw(_row_keys)
     n = draw(st.integers(0, 12))
-    rows = [dict(zip(ks, draw(st.lists(values, min_size=len(ks), max_size=len(ks))),
+    rows = [dict(zip(ks, draw(st.lists(_cells, min_size=len(ks), max_size=len(ks))),
                      strict=True)) for _ in range(n)]
     if rows and draw(st.booleans()):  # sometimes not uniform: reordered or extra keys
         i = draw(st.integers(0, len(rows) - 1))

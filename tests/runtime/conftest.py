@@ -15,6 +15,7 @@ purpose, which must make the command start cold).
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,22 @@ from prewarm_support import prepared_sandboxes_work
 
 from harness.runtime import prewarm
 from harness.runtime.builtins import proc
+
+
+def _wait_until_prepared(timeout: float = 10.0) -> None:
+    """Until no sandbox is being started and each prepared one is set up (its stub has
+    printed its byte), or ``timeout``; the call under test then reports what it found."""
+    from harness.runtime.wire import readable
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with prewarm._lock:
+            waiting = [p for q in prewarm._ready.values() for p in q]
+            if not prewarm._pending and all(
+                    readable(p.proc.stdout.fileno(), 0) for p in waiting
+                    if p.proc.stdout is not None):
+                return
+        time.sleep(0.005)
 
 
 @pytest.fixture(params=["cold", "warm"])
@@ -55,6 +72,11 @@ def start_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
             real(primer, "true")
         except Exception:  # noqa: BLE001 - the call under test reports it
             pass
+        # The sandbox is prepared in the background; prewarm.take waits only 0.1 s for
+        # one being started, and prewarm.start up to 2 s for its set-up: on a busy
+        # machine (other test processes) that can take longer, and the command would
+        # start cold. Wait until it is set up, as test_prewarm.prime does.
+        _wait_until_prepared()
         state["in_call"], state["cold"] = True, False
         try:
             return real(ctx, cmd, args, *a, **kw)

@@ -285,12 +285,34 @@ def test_worker_sandboxes_are_prepared_and_die_with_the_pool(ws: Path) -> None:
         while not _stub_sandboxes(ws) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert _stub_sandboxes(ws), "the worker prepared no sandbox"
+        # The pool's sandboxes: the bubblewrap processes of this workspace and every
+        # process under them (the stubs). Other test processes on the machine (pytest -n,
+        # other runs) have prepared sandboxes of their own: only these must die.
+        made = _with_descendants(_stub_sandboxes(ws))
     finally:
         rt.close()
     deadline = time.monotonic() + 5
-    while _stub_sandboxes() and time.monotonic() < deadline:
+    while (_stub_sandboxes(ws) or _alive(made)) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not _stub_sandboxes()
+    assert not _stub_sandboxes(ws) and not _alive(made)
+
+
+def _with_descendants(pids: list[int]) -> list[int]:
+    """``pids`` and every live process below them."""
+    parent_of = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent_of[int(entry)] = int(f.read().rsplit(") ", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, grew = set(pids), True
+    while grew:
+        below = {pid for pid, ppid in parent_of.items() if ppid in found} - found
+        found |= below
+        grew = bool(below)
+    return sorted(found)
 
 
 # ---------------------------------------------------------------- review findings

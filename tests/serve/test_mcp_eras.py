@@ -5,6 +5,7 @@ transports, driven by the SDK's stock ``mcp.Client`` (which validates
 from __future__ import annotations
 
 import json
+import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -214,7 +215,9 @@ def _audit_events(project: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("mode", ERAS)
 def test_cancelled_sleep_leaves_no_process(project: Path, transport: str, mode: str) -> None:
     add_sleeper(project)
-    marker = f"{hash((transport, mode)) % 1000 + 1000}.{len(mode)}17"
+    # A sleep duration no other test process uses (str hashes differ per process, so
+    # under pytest -n two parameters running at once could have shared a hash marker).
+    marker = f"{uuid.uuid4().int % 10**6 + 1000}.{len(mode)}17"
 
     async def go() -> None:
         async with connect(project, transport, mode) as c:

@@ -7,9 +7,11 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from upstream_helpers import INPROCESS, TIME_SERVER, sdk, server_pids
+import pytest
+from upstream_helpers import INPROCESS, TIME_SERVER, sdk, server_pids, write_project
 
 import harness
 
@@ -53,8 +55,20 @@ def wait_for(predicate, seconds: float = 10.0) -> bool:
     return predicate()
 
 
-def test_sdk_tools_are_registry_tools_with_schemas(tmp_path: Path, make) -> None:
-    h = make(tmp_path, {"sdk": sdk(tmp_path)}, config=INPROCESS)
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Harness]:
+    """One project with the SDK server and nothing else, for the tests below that only
+    list and call its tools (no hook, no setting, nothing a call changes): one server
+    process for all of them instead of one each."""
+    folder = tmp_path_factory.mktemp("plain")
+    root = write_project(folder, {"sdk": sdk(folder)}, config=INPROCESS)
+    h = harness.load(root)
+    yield h
+    h.close()
+
+
+def test_sdk_tools_are_registry_tools_with_schemas(plain: harness.Harness) -> None:
+    h = plain
     tools = h.tools
     assert "sdk.echo" in tools and "sdk.write_once" in tools
     add = tools["sdk.add"]
@@ -70,16 +84,16 @@ def test_sdk_tools_are_registry_tools_with_schemas(tmp_path: Path, make) -> None
     assert not r.is_error and r.value == {"sum": 5}
 
 
-def test_arguments_are_validated_before_the_call(tmp_path: Path, make) -> None:
-    h = make(tmp_path, {"sdk": sdk(tmp_path)}, config=INPROCESS)
+def test_arguments_are_validated_before_the_call(plain: harness.Harness) -> None:
+    h = plain
     r = h.call("sdk.add", {"a": "x"})
     assert r.is_error
     assert r.error == ('invalid arguments for tool "sdk.add": $.a: "x" is not of type '
                        '"integer"; $.b: "b" is a required property')
 
 
-def test_upstream_is_error_is_an_error_result(tmp_path: Path, make) -> None:
-    h = make(tmp_path, {"sdk": sdk(tmp_path)}, config=INPROCESS)
+def test_upstream_is_error_is_an_error_result(plain: harness.Harness) -> None:
+    h = plain
     r = h.call("sdk.fail", {"reason": "because"})
     assert r.is_error and "failing on purpose: because" in r.error
     assert not h.call("sdk.echo", {"text": "still up"}).is_error
@@ -120,8 +134,8 @@ def test_modified_arguments_are_validated_again(tmp_path: Path, make) -> None:
         'hook "bad" failed: modified arguments are invalid for tool "sdk.add": $.a: ')
 
 
-def test_large_upstream_output_is_capped_and_spilled(tmp_path: Path, make) -> None:
-    h = make(tmp_path, {"sdk": sdk(tmp_path)}, config=INPROCESS)
+def test_large_upstream_output_is_capped_and_spilled(plain: harness.Harness) -> None:
+    h = plain
     r = h.call("sdk.big", {"kb": 300})
     assert r.truncated and len(r.text.encode()) <= 65536
     assert "[output truncated at 65536 bytes]" in r.text
