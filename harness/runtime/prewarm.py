@@ -59,12 +59,16 @@ Key = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
 
 
 class Prepared:
-    __slots__ = ("proc", "key", "born")
+    __slots__ = ("proc", "key", "born", "targets", "checked_ns")
 
-    def __init__(self, proc: subprocess.Popen[bytes], key: Key) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], key: Key,
+                 targets: Mapping[str, tuple[int, int, int]] | None = None,
+                 checked_ns: int = 0) -> None:
         self.proc = proc
         self.key = key
         self.born = time.monotonic()
+        self.targets = targets or {}  # mount target in the workspace -> _identity
+        self.checked_ns = checked_ns  # when they were looked at, before bubblewrap ran
 
 
 _lock = threading.Lock()
@@ -207,7 +211,7 @@ def start(p: Prepared, prefix: Sequence[str], line: bytes,
     try:
         fd_out = proc.stdout.fileno()
         if not readable(fd_out, max(0.0, wait)) or os.read(fd_out, 1) != b"R" \
-                or not verify(proc.pid, prefix):
+                or _undo_created(p) or not verify(proc.pid, prefix):
             _kill(p)
             return False
         # All of it, or nothing runs: a line cut short would be completed by the
@@ -315,6 +319,65 @@ def _filtered(root: str) -> bool:
     return False
 
 
+def _targets(prefix: Sequence[str], workspace: str) -> list[str] | None:
+    """The mount targets of ``prefix`` inside the workspace (bubblewrap creates any
+    that is missing), or None for a flag this does not know."""
+    base = workspace.rstrip("/") + "/"
+    out: list[str] = []
+    i = 1  # prefix[0] is bwrap itself
+    while i < len(prefix):
+        op = prefix[i]
+        if op in _ZERO:
+            i += 1
+            continue
+        if op in _ONE:
+            dest, i = prefix[i + 1], i + 2
+            if op not in ("--tmpfs", "--dir", "--proc", "--dev"):
+                continue
+        elif op in _TWO:
+            dest, i = prefix[i + 2], i + 3
+        else:
+            return None
+        if dest.startswith(base):
+            out.append(dest)
+    return out
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    # A file's ctime too: one made right after another was deleted often gets its
+    # inode. Not a directory's: it changes with every entry made or removed in it.
+    return st.st_dev, st.st_ino, 0 if stat.S_ISDIR(st.st_mode) else st.st_ctime_ns
+
+
+def _identities(targets: list[str] | None) -> dict[str, tuple[int, int, int]] | None:
+    """The identity of every target, or None when one is missing (or unknown)."""
+    if targets is None:
+        return None
+    out = {}
+    for target in targets:
+        st = _lstat(target)
+        if st is None:
+            return None
+        out[target] = _identity(st)
+    return out
+
+
+def _undo_created(p: Prepared) -> bool:
+    """Whether a target of ``p`` is not the entry it was when ``p`` was started;
+    an empty 0444 file bubblewrap made for a target deleted meanwhile is removed."""
+    changed = False
+    for target, ident in sorted(p.targets.items(), reverse=True):  # children first
+        st = _lstat(target)
+        if st is None or _identity(st) == ident:
+            continue
+        changed = True
+        if (stat.S_ISREG(st.st_mode) and st.st_size == 0
+                and stat.S_IMODE(st.st_mode) == 0o444 and st.st_ctime_ns >= p.checked_ns):
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+    return changed
+
+
 def _lstat(path: str) -> os.stat_result | None:
     try:
         return os.lstat(path)
@@ -419,6 +482,13 @@ def _start(key: Key, workspace: str, generation: int) -> None:
         _starting += 1
     evicted = []
     try:
+        # bubblewrap creates a missing mount target (an empty 0444 file, a directory)
+        # on the host, through the workspace bind: a .env deleted since this plan was
+        # made would come back. Such a plan is stale: the next call plans afresh.
+        checked_ns = time.time_ns()
+        targets = _identities(_targets(prefix, workspace))
+        if targets is None:
+            return
         argv = [*prefix, "--chdir", workspace, "--", t, "-c", STUB, "harness-stub"]
         # The same seccomp filter as a cold start (verify() checks it is in force).
         filter_fd = seccomp.open_fd()
@@ -431,11 +501,20 @@ def _start(key: Key, workspace: str, generation: int) -> None:
         finally:
             if filter_fd is not None:
                 os.close(filter_fd)
+        made = Prepared(proc, key, targets, checked_ns)
+        if not SYNC and proc.stdout is not None:
+            # A target deleted between the look above and the mounts: bubblewrap's
+            # file is taken back as soon as the set-up is done, and this sandbox is
+            # not used (this thread can wait; a worker process checks when the
+            # sandbox is used or discarded).
+            readable(proc.stdout.fileno(), READY_WAIT_S)
+            if _undo_created(made):
+                evicted.append(made)
         with _lock:
-            if generation != _generation:
-                evicted.append(Prepared(proc, key))
-            else:
-                _ready.setdefault(key, []).append(Prepared(proc, key))
+            if generation != _generation and made not in evicted:
+                evicted.append(made)
+            elif made not in evicted:
+                _ready.setdefault(key, []).append(made)
                 _ready.move_to_end(key)
                 while len(_ready) > MAX_KEYS:
                     gone_key, gone = _ready.popitem(last=False)
@@ -455,6 +534,8 @@ def _kill(p: Prepared) -> None:
         os.killpg(proc.pid, 9)
     with contextlib.suppress(Exception):
         proc.wait(timeout=5)
+    with contextlib.suppress(OSError):
+        _undo_created(p)
     for f in (proc.stdin, proc.stdout, proc.stderr):
         if f is not None:
             with contextlib.suppress(OSError):
