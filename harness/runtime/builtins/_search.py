@@ -439,42 +439,23 @@ class Scanner:
             data = data.replace(b"\r\n", b"\n")
             if data.endswith(b"\r"):  # a last line without "\n" loses its "\r" too
                 data = data[:-1]
-        if self.literal is not None:
-            return self._literal(self.literal, data, limit)
         if self.buffer is None:
             return self._by_line(data, limit)
+        return self._in_buffer(data, limit, self.literal)
+
+    def _in_buffer(self, data: bytes, limit: int,
+                   literal: bytes | None) -> list[tuple[int, str]]:
+        """One pass over the whole buffer: each hit's line is located around it (line
+        numbers counted only up to it) and checked against the pattern as given. For a
+        ``literal`` pattern RE2 finds the first hit (it skips text faster than
+        ``bytes.find``, which matters when there is none), ``bytes.find`` the next ones
+        (cheaper per call), and a hit needs no check against its line."""
+        assert self.buffer is not None
         find, verify, size = self.buffer.Match, self.line.Match, len(data)
         out: list[tuple[int, str]] = []
         pos = counted = 0
         number = 1
-        while pos <= size:
-            start = find(_UNANCHORED, data, pos, size)[0][0]
-            if start < 0:
-                break
-            nl = data.rfind(b"\n", pos, start)
-            begin = nl + 1 if nl >= 0 else pos
-            end = data.find(b"\n", start)
-            if end < 0:
-                end = size
-            number += data.count(b"\n", counted, begin)
-            counted = begin
-            line = data[begin:end]
-            if verify(_UNANCHORED, line, 0, len(line))[0][0] >= 0:
-                out.append((number, line.decode("utf-8")[:self.max_chars]))
-                if len(out) >= limit:
-                    break
-            pos = end + 1
-        return out
-
-    def _literal(self, literal: bytes, data: bytes, limit: int) -> list[tuple[int, str]]:
-        """:meth:`scan` for a literal pattern: RE2 finds the first hit (it skips text
-        faster than ``bytes.find``, which matters when there is none), ``bytes.find``
-        the next ones (cheaper per call); a hit needs no check against its line."""
-        size = len(data)
-        out: list[tuple[int, str]] = []
-        pos = counted = 0
-        number = 1
-        start = self.buffer.Match(_UNANCHORED, data, 0, size)[0][0]  # type: ignore[union-attr]
+        start = find(_UNANCHORED, data, 0, size)[0][0]
         while start >= 0:
             nl = data.rfind(b"\n", pos, start)
             begin = nl + 1 if nl >= 0 else pos
@@ -483,11 +464,16 @@ class Scanner:
                 end = size
             number += data.count(b"\n", counted, begin)
             counted = begin
-            out.append((number, data[begin:end].decode("utf-8")[:self.max_chars]))
-            if len(out) >= limit:
-                break
+            line = data[begin:end]
+            if literal is not None or verify(_UNANCHORED, line, 0, len(line))[0][0] >= 0:
+                out.append((number, line.decode("utf-8")[:self.max_chars]))
+                if len(out) >= limit:
+                    break
             pos = end + 1
-            start = data.find(literal, pos)
+            if pos > size:
+                break
+            start = (data.find(literal, pos) if literal is not None
+                     else find(_UNANCHORED, data, pos, size)[0][0])
         return out
 
     def _by_line(self, data: bytes, limit: int) -> list[tuple[int, str]]:
