@@ -9,6 +9,7 @@ and search each line with RE2.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import shutil
@@ -170,6 +171,30 @@ def _make(root: Path, files: dict[str, bytes | str]) -> None:
             (root / rel).write_bytes(content)
 
 
+@contextlib.contextmanager
+def grep_tree(files: dict[str, bytes | str], sub: str, portable: bool
+              ) -> Iterator[tuple[Path, CallContext, jail_mod.Jail] | None]:
+    """A generated tree in a temporary workspace, with the openat2 walk on or off
+    (``portable``): ``(root, ctx, jail)``, or None when the start path ``sub`` goes
+    through a symlink (the jail resolves those; see test_fs)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _make(root, files)
+        old = fs.USE_OPENAT2
+        fs.USE_OPENAT2 = False if portable else None
+        try:
+            ctx = CallContext(config=Config(root=root, workspace=root))
+            jail = jail_mod.get_jail(ctx.config, use_openat2=fs.USE_OPENAT2)
+            comps = Path(sub).parts
+            if any((root.joinpath(*comps[:i + 1])).is_symlink() for i in range(len(comps))):
+                yield None
+            else:
+                yield root, ctx, jail
+        finally:
+            fs.USE_OPENAT2 = old
+            jail_mod.clear_jails()
+
+
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(files=trees(), pattern=s.sampled_from(PATTERNS), glob=s.sampled_from(GLOBS),
@@ -177,37 +202,27 @@ def _make(root: Path, files: dict[str, bytes | str]) -> None:
        walk=s.booleans())
 def test_grep_matches_reference(files: dict[str, bytes | str], pattern: str, glob: str, limit: int,
                                 sub: str, walk: bool) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        _make(root, files)
-        old = fs.USE_OPENAT2
-        fs.USE_OPENAT2 = False if walk else None
-        try:
-            ctx = CallContext(config=Config(root=root, workspace=root))
-            jail = jail_mod.get_jail(ctx.config, use_openat2=fs.USE_OPENAT2)
-            comps = Path(sub).parts
-            if any((root.joinpath(*comps[:i + 1])).is_symlink() for i in range(len(comps))):
-                return  # a start path through a symlink: resolved by the jail (test_fs)
-            if not (root / sub).exists():
-                with pytest.raises(BuiltinError, match="does not exist|not a directory"):
-                    fs.grep(ctx, pattern, path=sub)
-                return
-            if not (root / sub).is_dir():  # one file: the glob does not apply
-                assert fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=limit) == (
-                    ref_grep(root, [sub], pattern, limit))
-                return
-            base = "" if sub == "." else sub
-            parts = [p for p in glob.split("/") if p not in ("", ".")]
-            found = sorted(p for p, k in ref_walk(jail, root, base, parts) if k == "file")
-            expected = ref_grep(root, found, pattern, limit)
-            assert fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=limit) == expected
-            # the glob of the same pattern: every kind, sorted
-            if sub == ".":
-                assert fs.glob(ctx, glob) == sorted(p for p, _k in ref_walk(jail, root, "",
-                                                                             parts))
-        finally:
-            fs.USE_OPENAT2 = old
-            jail_mod.clear_jails()
+    with grep_tree(files, sub, walk) as made:
+        if made is None:
+            return
+        root, ctx, jail = made
+        if not (root / sub).exists():
+            with pytest.raises(BuiltinError, match="does not exist|not a directory"):
+                fs.grep(ctx, pattern, path=sub)
+            return
+        if not (root / sub).is_dir():  # one file: the glob does not apply
+            assert fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=limit) == (
+                ref_grep(root, [sub], pattern, limit))
+            return
+        base = "" if sub == "." else sub
+        parts = [p for p in glob.split("/") if p not in ("", ".")]
+        found = sorted(p for p, k in ref_walk(jail, root, base, parts) if k == "file")
+        expected = ref_grep(root, found, pattern, limit)
+        assert fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=limit) == expected
+        # the glob of the same pattern: every kind, sorted
+        if sub == ".":
+            assert fs.glob(ctx, glob) == sorted(p for p, _k in ref_walk(jail, root, "",
+                                                                         parts))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as s
-from test_search import GLOBS, PATTERNS, _make, ref_grep, ref_walk, trees
+from test_search import GLOBS, PATTERNS, grep_tree, ref_grep, ref_walk, trees
 
 from harness.config import Config
 from harness.errors import BuiltinError
@@ -59,48 +58,38 @@ def _runs(found: list[dict[str, object]]) -> list[str]:
        portable=s.booleans())
 def test_walk_order_against_path_order(files: dict[str, bytes | str], pattern: str, glob: str,
                                        limit: int, sub: str, portable: bool) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        _make(root, files)
-        old = fs.USE_OPENAT2
-        fs.USE_OPENAT2 = False if portable else None
-        try:
-            ctx = CallContext(config=Config(root=root, workspace=root))
-            jail = jail_mod.get_jail(ctx.config, use_openat2=fs.USE_OPENAT2)
-            comps = Path(sub).parts
-            if any((root.joinpath(*comps[:i + 1])).is_symlink() for i in range(len(comps))):
-                return  # a start path through a symlink: resolved by the jail (test_fs)
-            if not (root / sub).exists():
-                with pytest.raises(BuiltinError, match="does not exist|not a directory"):
-                    fs.grep(ctx, pattern, path=sub, order="walk")
-                return
-            walked = fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=limit,
-                             order="walk")
-            full = fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=10000)
-            if not (root / sub).is_dir():  # one file: both orders are the file's lines
-                assert walked == full[:limit]
-                return
-            # exactly the reference, files in the order the directories list them
-            base = "" if sub == "." else sub
-            parts = [p for p in glob.split("/") if p not in ("", ".")]
-            found = [p for p, k in ref_walk(jail, root, base, parts) if k == "file"]
-            assert full == ref_grep(root, sorted(found), pattern, 10000)
-            assert walked == ref_grep(root, listdir_order(root, found), pattern, limit)
-            # and the properties the order promises, whatever the file system's order
-            assert len(walked) == min(limit, len(full))
-            assert all(m in full for m in walked)
-            runs = _runs(walked)
-            assert len(runs) == len(set(runs))  # each file's lines contiguous
-            for path in runs:
-                mine = [m for m in walked if m["path"] == path]
-                every = [m for m in full if m["path"] == path]
-                # ascending lines; every file complete but maybe the last, cut at the limit
-                assert mine == (every if path != runs[-1] else every[:len(mine)])
-            if limit >= len(full):  # a permutation of the path-order result
-                assert sorted(walked, key=lambda m: (m["path"], m["line"])) == full
-        finally:
-            fs.USE_OPENAT2 = old
-            jail_mod.clear_jails()
+    with grep_tree(files, sub, portable) as made:
+        if made is None:
+            return
+        root, ctx, jail = made
+        if not (root / sub).exists():
+            with pytest.raises(BuiltinError, match="does not exist|not a directory"):
+                fs.grep(ctx, pattern, path=sub, order="walk")
+            return
+        walked = fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=limit,
+                         order="walk")
+        full = fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=10000)
+        if not (root / sub).is_dir():  # one file: both orders are the file's lines
+            assert walked == full[:limit]
+            return
+        # exactly the reference, files in the order the directories list them
+        base = "" if sub == "." else sub
+        parts = [p for p in glob.split("/") if p not in ("", ".")]
+        found = [p for p, k in ref_walk(jail, root, base, parts) if k == "file"]
+        assert full == ref_grep(root, sorted(found), pattern, 10000)
+        assert walked == ref_grep(root, listdir_order(root, found), pattern, limit)
+        # and the properties the order promises, whatever the file system's order
+        assert len(walked) == min(limit, len(full))
+        assert all(m in full for m in walked)
+        runs = _runs(walked)
+        assert len(runs) == len(set(runs))  # each file's lines contiguous
+        for path in runs:
+            mine = [m for m in walked if m["path"] == path]
+            every = [m for m in full if m["path"] == path]
+            # ascending lines; every file complete but maybe the last, cut at the limit
+            assert mine == (every if path != runs[-1] else every[:len(mine)])
+        if limit >= len(full):  # a permutation of the path-order result
+            assert sorted(walked, key=lambda m: (m["path"], m["line"])) == full
 
 
 @pytest.fixture
