@@ -85,14 +85,20 @@ def main() -> None:
     frozen = mod.freeze()
     assert frozen.call("run", args) == 5
     cases: dict[str, Callable[[], object]] = {
-        "(a) bare engine: frozen module run()": lambda: frozen.call("run", args)}
+        "(a) bare engine: frozen module run()": lambda: frozen.call("run", args)
+    }
     hook_mod = sl.Module()
-    sl.eval(hook_mod, sl.parse("allow.star", "def handle(event, payload):\n"
-                               "    return {'action': 'allow'}\n"), sl.Globals.standard())
+    sl.eval(
+        hook_mod,
+        sl.parse("allow.star", "def handle(event, payload):\n    return {'action': 'allow'}\n"),
+        sl.Globals.standard(),
+    )
     hook_frozen = hook_mod.freeze()
     payload = {"id": "call-1", "name": "add", "arguments": args, "session": "0123456789ab"}
     cases["(f) naive: bare handle(payload) + bare run()"] = lambda: (
-        hook_frozen.call("handle", "tool.pre", payload), frozen.call("run", args))
+        hook_frozen.call("handle", "tool.pre", payload),
+        frozen.call("run", args),
+    )
 
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
@@ -102,15 +108,20 @@ def main() -> None:
             h = stack.enter_context(harness.load(root))
             r = h.call("add", args)
             assert r.value == 5 and not r.is_error, r
-            label = "(b) Harness.call, in-process" if isolation == "inprocess" else \
-                "(b') Harness.call, process isolation"
+            label = (
+                "(b) Harness.call, in-process"
+                if isolation == "inprocess"
+                else "(b') Harness.call, process isolation"
+            )
             cases[label] = lambda h=h: h.call("add", args)
 
         import peers
 
-        for label, factory in (("(c) LangChain StructuredTool.invoke", "langchain_call"),
-                               ("(c) pydantic-ai tool call", "pydantic_ai_call"),
-                               ("(c) mcp SDK server call_tool", "mcp_server_call")):
+        for label, factory in (
+            ("(c) LangChain StructuredTool.invoke", "langchain_call"),
+            ("(c) pydantic-ai tool call", "pydantic_ai_call"),
+            ("(c) mcp SDK server call_tool", "mcp_server_call"),
+        ):
             try:
                 cases[label] = getattr(peers, factory)()
             except (ImportError, AttributeError) as exc:
@@ -137,8 +148,7 @@ def main() -> None:
         ws = Path(tmp)
         ctx = CallContext(config=Config(root=ws, workspace=ws))
         rounds = 20 if quick else 60
-        times: dict[str, list[float]] = {k: [] for k in (
-            "plain", "cold", "back-to-back", "spaced")}
+        times: dict[str, list[float]] = {k: [] for k in ("plain", "cold", "back-to-back", "spaced")}
 
         def timed(fn: Callable[[], object]) -> float:
             t0 = time.perf_counter()
@@ -159,14 +169,19 @@ def main() -> None:
         prewarm.discard_all()
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"{'(d) subprocess.run([true])':48} {med['plain']:10.1f}")
-        for label, k in (("(d) exec.run(true), sandbox started cold", "cold"),
-                         ("(d) exec.run(true), back to back (prepared)", "back-to-back"),
-                         ("(d) exec.run(true), 20 ms apart (prepared)", "spaced")):
+        for label, k in (
+            ("(d) exec.run(true), sandbox started cold", "cold"),
+            ("(d) exec.run(true), back to back (prepared)", "back-to-back"),
+            ("(d) exec.run(true), 20 ms apart (prepared)", "spaced"),
+        ):
             print(f"{label:48} {med[k]:10.1f}   overhead {(med[k] - med['plain']) / 1000:.2f} ms")
-        print("sandbox overhead (median, vs subprocess.run): cold "
-              f"{(med['cold'] - med['plain']) / 1000:.2f} ms, back to back "
-              f"{(med['back-to-back'] - med['plain']) / 1000:.2f} ms, 20 ms apart "
-              f"{(med['spaced'] - med['plain']) / 1000:.2f} ms")
+        print(
+            "sandbox overhead (median, vs subprocess.run): cold "
+            f"{(med['cold'] - med['plain']) / 1000:.2f} ms, back to back "
+            f"{(med['back-to-back'] - med['plain']) / 1000:.2f} ms, 20 ms apart "
+            f"{(med['spaced'] - med['plain']) / 1000:.2f} ms"
+        )
+
 
 if __name__ == "__main__":
     main()

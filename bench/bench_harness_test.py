@@ -44,8 +44,10 @@ def main() -> None:
     m, d = statistics.median(mem), statistics.median(tmp)
     with Runner(REPO) as runner:
         cases = sum(len(tf.cases) for tf in runner.collect()[0])
-    print(f"harness test, {cases} cases of {REPO.name}/.harness/tests, 2 jobs, "
-          f"{rounds} rounds interleaved")
+    print(
+        f"harness test, {cases} cases of {REPO.name}/.harness/tests, 2 jobs, "
+        f"{rounds} rounds interleaved"
+    )
     print(f"  copies in /dev/shm: median {m:.2f} s")
     print(f"  copies in {disk}: median {d:.2f} s  ({d / m:.1f}x)")
 

@@ -87,11 +87,19 @@ def command(root: Path) -> list[str]:
     if implemented and script.exists():
         return [str(script), "validate", "--root", str(root)]
     if implemented:
-        return [sys.executable, "-c", "from harness.cli.main import main; main()", "validate",
-                "--root", str(root)]
-    code = ("import sys; from pathlib import Path; from harness.validation import check_project; "
-            "p = check_project(Path(sys.argv[1])); "
-            "print(len(p.tools), len(p.hooks), len(p.problems)); sys.exit(0 if p.ok else 1)")
+        return [
+            sys.executable,
+            "-c",
+            "from harness.cli.main import main; main()",
+            "validate",
+            "--root",
+            str(root),
+        ]
+    code = (
+        "import sys; from pathlib import Path; from harness.validation import check_project; "
+        "p = check_project(Path(sys.argv[1])); "
+        "print(len(p.tools), len(p.hooks), len(p.problems)); sys.exit(0 if p.ok else 1)"
+    )
     return [sys.executable, "-c", code, str(root)]
 
 
@@ -115,8 +123,10 @@ def stale_bytecode() -> int:
             stale += 1
             continue
         stat = source.stat()
-        if (int.from_bytes(head[8:12], "little") != int(stat.st_mtime) & 0xFFFFFFFF
-                or int.from_bytes(head[12:16], "little") != stat.st_size & 0xFFFFFFFF):
+        if (
+            int.from_bytes(head[8:12], "little") != int(stat.st_mtime) & 0xFFFFFFFF
+            or int.from_bytes(head[12:16], "little") != stat.st_size & 0xFFFFFFFF
+        ):
             stale += 1
     return stale
 
@@ -145,21 +155,31 @@ def main() -> None:
         artifacts = args.tools + args.hooks
         median = statistics.median(times)
         print(f"command: {' '.join(cmd[:3])} ...")
-        print(f"artifacts: {args.tools} tools + {args.hooks} hooks; exit {proc.returncode}; "
-              f"last output: {proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ''}")
-        print(f"runs: {', '.join(f'{t:.3f}' for t in times)} s wall; "
-              f"cpu (user+sys): {', '.join(f'{t:.3f}' for t in cpu)} s; "
-              f"load average {os.getloadavg()[0]:.1f} (wall time suffers when the machine is busy)")
+        print(
+            f"artifacts: {args.tools} tools + {args.hooks} hooks; exit {proc.returncode}; "
+            f"last output: {proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ''}"
+        )
+        print(
+            f"runs: {', '.join(f'{t:.3f}' for t in times)} s wall; "
+            f"cpu (user+sys): {', '.join(f'{t:.3f}' for t in cpu)} s; "
+            f"load average {os.getloadavg()[0]:.1f} (wall time suffers when the machine is busy)"
+        )
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        print(f"median cpu: {statistics.median(cpu):.3f} s (all processes); best wall: "
-              f"{min(times):.3f} s; {cores} usable cores")
+        print(
+            f"median cpu: {statistics.median(cpu):.3f} s (all processes); best wall: "
+            f"{min(times):.3f} s; {cores} usable cores"
+        )
         stale = stale_bytecode()
         if stale:
-            print(f"note: PYTHONDONTWRITEBYTECODE is set and {stale} harness modules have no "
-                  "up-to-date .pyc: each run compiles them (run `python -m compileall harness` "
-                  "without that variable to time what an install runs)")
-        print(f"median: {median:.3f} s total, {median / artifacts * 1000:.3f} ms per artifact, "
-              f"{median / GOAL_S:.2f}x the {GOAL_S} s goal")
+            print(
+                f"note: PYTHONDONTWRITEBYTECODE is set and {stale} harness modules have no "
+                "up-to-date .pyc: each run compiles them (run `python -m compileall harness` "
+                "without that variable to time what an install runs)"
+            )
+        print(
+            f"median: {median:.3f} s total, {median / artifacts * 1000:.3f} ms per artifact, "
+            f"{median / GOAL_S:.2f}x the {GOAL_S} s goal"
+        )
 
 
 if __name__ == "__main__":

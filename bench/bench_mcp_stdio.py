@@ -92,9 +92,12 @@ async def run(calls: int, warmup: int) -> dict[str, Any]:
             "harness": StdioServerParameters(
                 command=str(Path(sys.executable).with_name("harness")),
                 args=["serve", "--root", str(root), "--log-level", "warning"],
-                cwd=str(root), env=env),
-            "sdk": StdioServerParameters(command=sys.executable, args=[str(peer)],
-                                         cwd=str(base), env=env),
+                cwd=str(root),
+                env=env,
+            ),
+            "sdk": StdioServerParameters(
+                command=sys.executable, args=[str(peer)], cwd=str(base), env=env
+            ),
         }
         errlog = open(base / "stderr.log", "w")  # noqa: SIM115
         async with AsyncExitStack() as stack:
@@ -119,9 +122,12 @@ async def run(calls: int, warmup: int) -> dict[str, Any]:
                         times[name].append(took)
         errlog.close()
     ratios = [h / s for h, s in zip(times["harness"], times["sdk"], strict=True)]
-    return {"harness_ms": statistics.median(times["harness"]) * 1000,
-            "sdk_ms": statistics.median(times["sdk"]) * 1000,
-            "ratio": statistics.median(ratios), "calls": calls}
+    return {
+        "harness_ms": statistics.median(times["harness"]) * 1000,
+        "sdk_ms": statistics.median(times["sdk"]) * 1000,
+        "ratio": statistics.median(ratios),
+        "calls": calls,
+    }
 
 
 def main() -> None:
@@ -131,11 +137,13 @@ def main() -> None:
     opts = parser.parse_args()
     calls = 200 if opts.quick else opts.calls
     out = asyncio.run(run(calls, warmup=max(20, calls // 10)))
-    print(textwrap.dedent(f"""\
-        stdio tools/call, {out['calls']} calls each, alternating, same client
-        harness serve (Starlark tool, one allow hook)   {out['harness_ms']:7.3f} ms
-        MCP SDK MCPServer (plain Python function)        {out['sdk_ms']:7.3f} ms
-        ratio harness / SDK (median over pairs)          {out['ratio']:7.2f}x"""))
+    print(
+        textwrap.dedent(f"""\
+        stdio tools/call, {out["calls"]} calls each, alternating, same client
+        harness serve (Starlark tool, one allow hook)   {out["harness_ms"]:7.3f} ms
+        MCP SDK MCPServer (plain Python function)        {out["sdk_ms"]:7.3f} ms
+        ratio harness / SDK (median over pairs)          {out["ratio"]:7.2f}x""")
+    )
 
 
 if __name__ == "__main__":

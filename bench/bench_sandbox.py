@@ -27,8 +27,9 @@ from harness.runtime.builtins.proc import run
 from harness.runtime.context import CallContext
 
 
-def medians_ms(cases: dict[str, Callable[[], object]],
-               n: int) -> tuple[dict[str, float], dict[str, float]]:
+def medians_ms(
+    cases: dict[str, Callable[[], object]], n: int
+) -> tuple[dict[str, float], dict[str, float]]:
     """(median, minimum) per case, interleaved so load changes hit every case alike."""
     times: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(n):
@@ -36,8 +37,10 @@ def medians_ms(cases: dict[str, Callable[[], object]],
             t = time.perf_counter()
             fn()
             times[name].append((time.perf_counter() - t) * 1000.0)
-    return ({k: statistics.median(v) for k, v in times.items()},
-            {k: min(v) for k, v in times.items()})
+    return (
+        {k: statistics.median(v) for k, v in times.items()},
+        {k: min(v) for k, v in times.items()},
+    )
 
 
 def main() -> None:
@@ -48,8 +51,7 @@ def main() -> None:
         (ws / ".harness").mkdir()
         (ws / "harness.md").write_text("---\n---\n")
         base = Config(root=ws, workspace=ws)
-        boxed = CallContext(config=dataclasses.replace(
-            base, exec=ExecConfig(sandbox="required")))
+        boxed = CallContext(config=dataclasses.replace(base, exec=ExecConfig(sandbox="required")))
         plain_ctx = CallContext(config=dataclasses.replace(base, exec=ExecConfig(sandbox="off")))
         bwrap, flags, why = sandbox.status()  # the one-time probe, outside the timing
         if flags is None:
@@ -57,6 +59,7 @@ def main() -> None:
         assert run(boxed, "true")["ok"]
         raw = [bwrap, *flags, *sandbox._system_binds(), "--", "/usr/bin/true"]
         floor = [bwrap, "--ro-bind", "/", "/", "/usr/bin/true"]
+
         def cold() -> object:
             prewarm.ENABLED = False
             try:
@@ -64,14 +67,17 @@ def main() -> None:
             finally:
                 prewarm.ENABLED = True
 
-        m, lo = medians_ms({
-            "plain": lambda: subprocess.run(["true"]),
-            "off": lambda: run(plain_ctx, "true"),
-            "floor": lambda: subprocess.run(floor),
-            "bare": lambda: subprocess.run(raw),
-            "cold": cold,
-            "boxed": lambda: run(boxed, "true"),
-        }, n)
+        m, lo = medians_ms(
+            {
+                "plain": lambda: subprocess.run(["true"]),
+                "off": lambda: run(plain_ctx, "true"),
+                "floor": lambda: subprocess.run(floor),
+                "bare": lambda: subprocess.run(raw),
+                "cold": cold,
+                "boxed": lambda: run(boxed, "true"),
+            },
+            n,
+        )
         prewarm.discard_all()
     rows = [
         ("subprocess.run(['true'])", "plain"),
@@ -84,10 +90,14 @@ def main() -> None:
     print(f"{n} runs per case, interleaved        median      min")
     for label, key in rows:
         print(f"{label:36s} {m[key]:7.2f} ms {lo[key]:7.2f} ms")
-    print(f"{'sandbox overhead, cold':36s} {m['cold'] - m['plain']:7.2f} ms "
-          f"{lo['cold'] - lo['plain']:7.2f} ms")
-    print(f"{'sandbox overhead, prepared':36s} {m['boxed'] - m['plain']:7.2f} ms "
-          f"{lo['boxed'] - lo['plain']:7.2f} ms   goal <= 5 ms median")
+    print(
+        f"{'sandbox overhead, cold':36s} {m['cold'] - m['plain']:7.2f} ms "
+        f"{lo['cold'] - lo['plain']:7.2f} ms"
+    )
+    print(
+        f"{'sandbox overhead, prepared':36s} {m['boxed'] - m['plain']:7.2f} ms "
+        f"{lo['boxed'] - lo['plain']:7.2f} ms   goal <= 5 ms median"
+    )
     print(f"{'ratio sandboxed / plain':36s} {m['boxed'] / m['plain']:7.2f}x")
 
 

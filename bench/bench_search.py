@@ -102,8 +102,20 @@ def build(cache: Path) -> Path:
         wheels = cache / "wheels"
         wheels.mkdir(parents=True, exist_ok=True)
         if not all(any(wheels.glob(f"{w}-*.whl")) for w in WHEELS):
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                            "-d", str(wheels), *PINS], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "-q",
+                    "-d",
+                    str(wheels),
+                    *PINS,
+                ],
+                check=True,
+            )
         shutil.rmtree(tree, ignore_errors=True)
         tree.mkdir(parents=True)
         for w in WHEELS:
@@ -122,8 +134,7 @@ def build(cache: Path) -> Path:
 
 
 def shell(cmd: str, cwd: Path) -> Callable[[], object]:
-    return lambda: subprocess.run(cmd, shell=True, cwd=cwd, stdout=subprocess.DEVNULL,
-                                  check=False)
+    return lambda: subprocess.run(cmd, shell=True, cwd=cwd, stdout=subprocess.DEVNULL, check=False)
 
 
 def measure(cases: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
@@ -140,12 +151,12 @@ def measure(cases: dict[str, Callable[[], object]], rounds: int) -> dict[str, li
 
 def report(title: str, times: dict[str, list[float]], baselines: int = 1) -> None:
     labels = list(times)
-    print(f"\n{title}" + "".join(f"   (ratio {i + 1}: to {labels[i]})"
-                                  for i in range(baselines)))
+    print(f"\n{title}" + "".join(f"   (ratio {i + 1}: to {labels[i]})" for i in range(baselines)))
     for label, ts in times.items():
         ratios = "".join(
             f"  {statistics.median(t / b for t, b in zip(ts, times[labels[i]], strict=True)):6.2f}x"
-            for i in range(baselines))
+            for i in range(baselines)
+        )
         print(f"  {label:<44} {statistics.median(ts) * 1000:8.1f} ms{ratios}")
 
 
@@ -156,17 +167,25 @@ def main() -> None:
     args = ap.parse_args()
     project = build(args.cache)
     tree = project / "tree"
-    count = subprocess.run("find tree -type f | wc -l; du -sb tree", shell=True, cwd=project,
-                           capture_output=True, text=True).stdout.split()
-    print(f"tree: {count[0]} files, {int(count[1]) / 1e6:.0f} MB ({tree}); "
-          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    count = subprocess.run(
+        "find tree -type f | wc -l; du -sb tree",
+        shell=True,
+        cwd=project,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    print(
+        f"tree: {count[0]} files, {int(count[1]) / 1e6:.0f} MB ({tree}); "
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
     ctx = CallContext(config=Config(root=project, workspace=tree))
 
     with contextlib.ExitStack() as stack:
         hs = {}
         for iso in ("process", "inprocess"):
             (project / "harness.md").write_text(
-                f"---\nworkspace: tree\nruntime: {{isolation: {iso}}}\n---\n")
+                f"---\nworkspace: tree\nruntime: {{isolation: {iso}}}\n---\n"
+            )
             hs[iso] = stack.enter_context(harness.load(project))
 
         def tool(iso: str, name: str, arguments: dict[str, object]) -> Callable[[], object]:
@@ -175,69 +194,124 @@ def main() -> None:
                 if res.is_error:
                     raise SystemExit(f"{name} failed: {res}")
                 return res
+
             return call
 
         # sanity: same answers as the baselines
         assert fs.grep(ctx, NO_MATCH, max_matches=10000) == []
         got = fs.grep(ctx, COMMON, max_matches=1000)
         assert len(got) == 1000, len(got)
-        py = subprocess.run("find tree -name '*.py' | wc -l", shell=True, cwd=project,
-                            capture_output=True, text=True).stdout.strip()
+        py = subprocess.run(
+            "find tree -name '*.py' | wc -l",
+            shell=True,
+            cwd=project,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         assert len(fs.glob(ctx, "**/*.py")) == int(py), (len(fs.glob(ctx, "**/*.py")), py)
 
-        report(f"no match, full scan ({NO_MATCH!r})", measure({
-            "grep -rnE": shell(f"grep -rnE '{NO_MATCH}' tree", project),
-            "fs.grep": lambda: fs.grep(ctx, NO_MATCH, max_matches=10000),
-            "search_files (process isolation)": tool("process", "search_files",
-                                                     {"pattern": NO_MATCH}),
-            "search_files (in-process)": tool("inprocess", "search_files",
-                                              {"pattern": NO_MATCH}),
-        }, args.rounds))
-        listed = subprocess.run("find tree -type f | LC_ALL=C sort", shell=True, cwd=project,
-                                capture_output=True, text=True).stdout.split()
+        report(
+            f"no match, full scan ({NO_MATCH!r})",
+            measure(
+                {
+                    "grep -rnE": shell(f"grep -rnE '{NO_MATCH}' tree", project),
+                    "fs.grep": lambda: fs.grep(ctx, NO_MATCH, max_matches=10000),
+                    "search_files (process isolation)": tool(
+                        "process", "search_files", {"pattern": NO_MATCH}
+                    ),
+                    "search_files (in-process)": tool(
+                        "inprocess", "search_files", {"pattern": NO_MATCH}
+                    ),
+                },
+                args.rounds,
+            ),
+        )
+        listed = subprocess.run(
+            "find tree -type f | LC_ALL=C sort",
+            shell=True,
+            cwd=project,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         listed = [f for f in listed if "/." not in f]  # harness skips hidden files
         ordered = ["sh", "-c", f'grep -n {COMMON} "$@" | head -1000', "sh", *listed]
 
         def in_order() -> object:
-            return subprocess.run(ordered, cwd=project, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, check=False)
+            return subprocess.run(
+                ordered,
+                cwd=project,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
 
         walked = fs.grep(ctx, COMMON, max_matches=1000, order="walk")
-        head = subprocess.run(f"grep -rn {COMMON} tree | head -1000", shell=True, cwd=project,
-                              capture_output=True, text=True).stdout.splitlines()
+        head = subprocess.run(
+            f"grep -rn {COMMON} tree | head -1000",
+            shell=True,
+            cwd=project,
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()
         assert len(walked) == 1000 and {m["path"] for m in walked} == {
-            h.split(":", 1)[0].removeprefix("tree/") for h in head}, "not grep -r's files"
-        print("\nmax_matches 1000: grep -r reads directories in file-system order and stops "
-              "after the first\n1,000 lines, as harness does with order walk. In path order "
-              "(the default) harness must\nread every file that comes first in path order: "
-              "ratio 2 compares that with GNU grep given\nthe same files in path order "
-              "(see docs/search.md).")
-        report(f"common pattern ({COMMON!r}), max_matches 1000", measure({
-            "grep -rn | head -1000 (directory order)": shell(
-                f"grep -rn {COMMON} tree | head -1000", project),
-            "grep -n FILES in path order | head -1000": in_order,
-            'fs.grep order="walk"': lambda: fs.grep(ctx, COMMON, max_matches=1000,
-                                                    order="walk"),
-            "search_files order walk (process isolation)": tool(
-                "process", "search_files", {"pattern": COMMON, "max_matches": 1000,
-                                            "order": "walk"}),
-            "search_files order walk (in-process)": tool(
-                "inprocess", "search_files", {"pattern": COMMON, "max_matches": 1000,
-                                              "order": "walk"}),
-            "fs.grep": lambda: fs.grep(ctx, COMMON, max_matches=1000),
-            "search_files (process isolation)": tool(
-                "process", "search_files", {"pattern": COMMON, "max_matches": 1000}),
-            "search_files (in-process)": tool(
-                "inprocess", "search_files", {"pattern": COMMON, "max_matches": 1000}),
-        }, args.rounds), baselines=2)
-        report(f"files by name: {py} of '*.py'", measure({
-            "find -name '*.py'": shell("find tree -name '*.py'", project),
-            "fs.glob": lambda: fs.glob(ctx, "**/*.py"),
-            "list_files (process isolation)": tool(
-                "process", "list_files", {"pattern": "**/*.py", "max_entries": 5000}),
-            "list_files (in-process)": tool(
-                "inprocess", "list_files", {"pattern": "**/*.py", "max_entries": 5000}),
-        }, args.rounds))
+            h.split(":", 1)[0].removeprefix("tree/") for h in head
+        }, "not grep -r's files"
+        print(
+            "\nmax_matches 1000: grep -r reads directories in file-system order and stops "
+            "after the first\n1,000 lines, as harness does with order walk. In path order "
+            "(the default) harness must\nread every file that comes first in path order: "
+            "ratio 2 compares that with GNU grep given\nthe same files in path order "
+            "(see docs/search.md)."
+        )
+        report(
+            f"common pattern ({COMMON!r}), max_matches 1000",
+            measure(
+                {
+                    "grep -rn | head -1000 (directory order)": shell(
+                        f"grep -rn {COMMON} tree | head -1000", project
+                    ),
+                    "grep -n FILES in path order | head -1000": in_order,
+                    'fs.grep order="walk"': lambda: fs.grep(
+                        ctx, COMMON, max_matches=1000, order="walk"
+                    ),
+                    "search_files order walk (process isolation)": tool(
+                        "process",
+                        "search_files",
+                        {"pattern": COMMON, "max_matches": 1000, "order": "walk"},
+                    ),
+                    "search_files order walk (in-process)": tool(
+                        "inprocess",
+                        "search_files",
+                        {"pattern": COMMON, "max_matches": 1000, "order": "walk"},
+                    ),
+                    "fs.grep": lambda: fs.grep(ctx, COMMON, max_matches=1000),
+                    "search_files (process isolation)": tool(
+                        "process", "search_files", {"pattern": COMMON, "max_matches": 1000}
+                    ),
+                    "search_files (in-process)": tool(
+                        "inprocess", "search_files", {"pattern": COMMON, "max_matches": 1000}
+                    ),
+                },
+                args.rounds,
+            ),
+            baselines=2,
+        )
+        report(
+            f"files by name: {py} of '*.py'",
+            measure(
+                {
+                    "find -name '*.py'": shell("find tree -name '*.py'", project),
+                    "fs.glob": lambda: fs.glob(ctx, "**/*.py"),
+                    "list_files (process isolation)": tool(
+                        "process", "list_files", {"pattern": "**/*.py", "max_entries": 5000}
+                    ),
+                    "list_files (in-process)": tool(
+                        "inprocess", "list_files", {"pattern": "**/*.py", "max_entries": 5000}
+                    ),
+                },
+                args.rounds,
+            ),
+        )
     jail_mod.clear_jails()
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 

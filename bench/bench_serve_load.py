@@ -117,18 +117,26 @@ ISOLATION = "process"
 def project(folder: Path, state: str) -> Path:
     (folder / ".harness" / "tools").mkdir(parents=True)
     (folder / ".harness" / "hooks").mkdir(parents=True)
-    (folder / "harness.md").write_text(HARNESS_MD.replace("STATE", state)
-                                       .replace("ISOLATION", ISOLATION))
+    (folder / "harness.md").write_text(
+        HARNESS_MD.replace("STATE", state).replace("ISOLATION", ISOLATION)
+    )
     (folder / ".harness" / "tools" / "add.md").write_text(TOOL)
     (folder / ".harness" / "hooks" / "guard.md").write_text(HOOK)
     return folder
 
 
-def start(argv: list[str], port: int, cwd: Path, stack: ExitStack,
-          pythonpath: str | None = None) -> subprocess.Popen[bytes]:
+def start(
+    argv: list[str], port: int, cwd: Path, stack: ExitStack, pythonpath: str | None = None
+) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": pythonpath} if pythonpath else None
-    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
 
     def stop() -> None:
         proc.terminate()
@@ -144,13 +152,25 @@ def start(argv: list[str], port: int, cwd: Path, stack: ExitStack,
 
 
 def harness_argv(root: Path, port: int) -> list[str]:
-    return [sys.executable, "-m", "harness.cli.main", "serve", "--root", str(root),
-            "--transport", "http", "--port", str(port), "--log-level", "warning",
-            "--max-connections", "4096"]
+    return [
+        sys.executable,
+        "-m",
+        "harness.cli.main",
+        "serve",
+        "--root",
+        str(root),
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--max-connections",
+        "4096",
+    ]
 
 
-async def drive(urls: list[str], clients: int, calls: int,
-                pids: list[int]) -> dict[str, Any]:
+async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> dict[str, Any]:
     from mcp import Client
 
     latencies: list[float] = []
@@ -185,22 +205,34 @@ async def drive(urls: list[str], clients: int, calls: int,
     memory["end"] = sum(rss_mb(p) for p in pids)
     latencies.sort()
     n = len(latencies)
-    return {"calls": n, "errors": errors, "wall_s": wall, "calls_per_s": n / wall,
-            "p50_ms": 1000 * latencies[n // 2] if n else float("nan"),
-            "p99_ms": 1000 * latencies[min(n - 1, int(n * 0.99))] if n else float("nan"),
-            "mem_start_mb": memory["start"], "mem_mid_mb": memory.get("middle", float("nan")),
-            "mem_end_mb": memory["end"]}
+    return {
+        "calls": n,
+        "errors": errors,
+        "wall_s": wall,
+        "calls_per_s": n / wall,
+        "p50_ms": 1000 * latencies[n // 2] if n else float("nan"),
+        "p99_ms": 1000 * latencies[min(n - 1, int(n * 0.99))] if n else float("nan"),
+        "mem_start_mb": memory["start"],
+        "mem_mid_mb": memory.get("middle", float("nan")),
+        "mem_end_mb": memory["end"],
+    }
 
 
 def report(name: str, r: dict[str, Any]) -> None:
-    print(f"{name:<34} {r['calls_per_s']:8.0f} calls/s  p50 {r['p50_ms']:7.1f} ms  "
-          f"p99 {r['p99_ms']:7.1f} ms  errors {r['errors']:4d}/{r['calls']}  "
-          f"RSS {r['mem_start_mb']:.0f} -> {r['mem_mid_mb']:.0f} -> {r['mem_end_mb']:.0f} MB",
-          flush=True)
+    print(
+        f"{name:<34} {r['calls_per_s']:8.0f} calls/s  p50 {r['p50_ms']:7.1f} ms  "
+        f"p99 {r['p99_ms']:7.1f} ms  errors {r['errors']:4d}/{r['calls']}  "
+        f"RSS {r['mem_start_mb']:.0f} -> {r['mem_mid_mb']:.0f} -> {r['mem_end_mb']:.0f} MB",
+        flush=True,
+    )
 
 
-LABELS = {"sdk": "MCP SDK MCPServer (Python add)", "before": "harness serve (before)",
-          "one": "harness serve (1 process)", "replicas": "harness serve (2 replicas, Redis)"}
+LABELS = {
+    "sdk": "MCP SDK MCPServer (Python add)",
+    "before": "harness serve (before)",
+    "one": "harness serve (1 process)",
+    "replicas": "harness serve (2 replicas, Redis)",
+}
 
 
 def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -216,8 +248,9 @@ def run_round(which: list[str], opts: argparse.Namespace) -> dict[str, dict[str,
             script = base / "sdk_server.py"
             script.write_text(textwrap.dedent(SDK_SERVER))
             proc = start([sys.executable, str(script), str(port)], port, base, stack)
-            results["sdk"] = asyncio.run(drive([f"http://127.0.0.1:{port}/mcp"], opts.clients,
-                                               opts.calls, [proc.pid]))
+            results["sdk"] = asyncio.run(
+                drive([f"http://127.0.0.1:{port}/mcp"], opts.clients, opts.calls, [proc.pid])
+            )
             report(LABELS["sdk"], results["sdk"])
             stack.close()
         for key in ("one", "before") if opts.reverse else ("before", "one"):
@@ -225,10 +258,16 @@ def run_round(which: list[str], opts: argparse.Namespace) -> dict[str, dict[str,
                 continue
             root = project(base / key, "")
             port = free_port()
-            proc = start(harness_argv(root, port), port, root, stack,
-                         pythonpath=opts.before if key == "before" else None)
-            results[key] = asyncio.run(drive([f"http://127.0.0.1:{port}/mcp"], opts.clients,
-                                             opts.calls, [proc.pid]))
+            proc = start(
+                harness_argv(root, port),
+                port,
+                root,
+                stack,
+                pythonpath=opts.before if key == "before" else None,
+            )
+            results[key] = asyncio.run(
+                drive([f"http://127.0.0.1:{port}/mcp"], opts.clients, opts.calls, [proc.pid])
+            )
             report(LABELS[key], results[key])
             stack.close()
         if "replicas" in which:
@@ -240,9 +279,14 @@ def run_round(which: list[str], opts: argparse.Namespace) -> dict[str, dict[str,
             root = project(base / "replicas", f'state: {{backend: redis, url: "{url}"}}')
             ports = [free_port(), free_port()]
             procs = [start(harness_argv(root, p), p, root, stack) for p in ports]
-            results["replicas"] = asyncio.run(drive(
-                [f"http://127.0.0.1:{p}/mcp" for p in ports], opts.clients, opts.calls,
-                [p.pid for p in procs]))
+            results["replicas"] = asyncio.run(
+                drive(
+                    [f"http://127.0.0.1:{p}/mcp" for p in ports],
+                    opts.clients,
+                    opts.calls,
+                    [p.pid for p in procs],
+                )
+            )
             report(LABELS["replicas"], results["replicas"])
             stack.close()
         if "sdk" in which and opts.reverse:
@@ -250,8 +294,9 @@ def run_round(which: list[str], opts: argparse.Namespace) -> dict[str, dict[str,
             script = base / "sdk_server.py"
             script.write_text(textwrap.dedent(SDK_SERVER))
             proc = start([sys.executable, str(script), str(port)], port, base, stack)
-            results["sdk"] = asyncio.run(drive([f"http://127.0.0.1:{port}/mcp"], opts.clients,
-                                               opts.calls, [proc.pid]))
+            results["sdk"] = asyncio.run(
+                drive([f"http://127.0.0.1:{port}/mcp"], opts.clients, opts.calls, [proc.pid])
+            )
             report(LABELS["sdk"], results["sdk"])
             stack.close()
     return results
@@ -262,23 +307,40 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--only", choices=["one", "replicas", "sdk", "before"], action="append")
-    ap.add_argument("--before", metavar="SRC",
-                    help="also serve with the harness package found in SRC (e.g. "
-                         "`git archive main harness | tar -x -C SRC`): before/after in one run")
-    ap.add_argument("--rounds", type=int, default=1,
-                    help="repeat the servers this many times, interleaved (medians)")
-    ap.add_argument("--reverse", action="store_true",
-                    help="run the servers in reverse order (to see drift in a busy machine)")
-    ap.add_argument("--isolation", choices=["process", "inprocess"], default="process",
-                    help="runtime.isolation of the served project (default: process)")
+    ap.add_argument(
+        "--before",
+        metavar="SRC",
+        help="also serve with the harness package found in SRC (e.g. "
+        "`git archive main harness | tar -x -C SRC`): before/after in one run",
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="repeat the servers this many times, interleaved (medians)",
+    )
+    ap.add_argument(
+        "--reverse",
+        action="store_true",
+        help="run the servers in reverse order (to see drift in a busy machine)",
+    )
+    ap.add_argument(
+        "--isolation",
+        choices=["process", "inprocess"],
+        default="process",
+        help="runtime.isolation of the served project (default: process)",
+    )
     opts = ap.parse_args()
     global ISOLATION
     ISOLATION = opts.isolation
     which = opts.only or ["sdk", "one", "replicas"]
-    print(f"{opts.clients} clients x {opts.calls} calls each, streamable HTTP, protocol "
-          f"2026-07-28; isolation {opts.isolation}; python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"{opts.clients} clients x {opts.calls} calls each, streamable HTTP, protocol "
+        f"2026-07-28; isolation {opts.isolation}; python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     if opts.before and "before" not in which and not opts.only:
         which.insert(1, "before")
     rounds: dict[str, list[dict[str, Any]]] = {}
@@ -294,9 +356,11 @@ def main() -> None:
         for key in ("before", "one", "replicas"):
             if key in results:
                 ratio = results[key]["calls_per_s"] / results["sdk"]["calls_per_s"]
-                print(f"throughput {key} / sdk: {ratio:.2f}x "
-                      f"(p50 {statistics.fmean([results[key]['p50_ms']]):.1f} ms vs "
-                      f"{results['sdk']['p50_ms']:.1f} ms)")
+                print(
+                    f"throughput {key} / sdk: {ratio:.2f}x "
+                    f"(p50 {statistics.fmean([results[key]['p50_ms']]):.1f} ms vs "
+                    f"{results['sdk']['p50_ms']:.1f} ms)"
+                )
 
 
 if __name__ == "__main__":

@@ -19,9 +19,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {},
-    "clientInfo": {"name": "bench", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"},
+    },
+}
 
 
 CPU: list[float] = []
@@ -37,8 +44,14 @@ def cpu_s(pid: int) -> float:
 
 def one(argv: list[str], root: Path) -> float:
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env={**os.environ})
+    proc = subprocess.Popen(
+        argv,
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write((json.dumps(INIT) + "\n").encode())
     proc.stdin.flush()
@@ -72,10 +85,12 @@ def main() -> None:
     times = [one(argv, opts.root) for _ in range(opts.runs)]
     base = [floor() for _ in range(opts.runs)]
     med, fl = statistics.median(times), statistics.median(base)
-    print(f"harness serve (stdio) start -> initialize answer: median {med * 1000:.0f} ms "
-          f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}, n={opts.runs}); "
-          f"python -c pass: {fl * 1000:.0f} ms; ratio {med / fl:.1f}x; CPU used by then: "
-          f"median {statistics.median(CPU) * 1000:.0f} ms")
+    print(
+        f"harness serve (stdio) start -> initialize answer: median {med * 1000:.0f} ms "
+        f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}, n={opts.runs}); "
+        f"python -c pass: {fl * 1000:.0f} ms; ratio {med / fl:.1f}x; CPU used by then: "
+        f"median {statistics.median(CPU) * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

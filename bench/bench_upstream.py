@@ -33,18 +33,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "upstream" / "sdk_server.py")
 HOOKS = {
-    "pre": '---\nevent: tool.pre\nscript: |\n  def handle(event, payload):\n'
-           '      return allow()\n---\n',
-    "post": '---\nevent: tool.post\nscript: |\n  def handle(event, payload):\n'
-            '      return allow()\n---\n',
+    "pre": "---\nevent: tool.pre\nscript: |\n  def handle(event, payload):\n"
+    "      return allow()\n---\n",
+    "post": "---\nevent: tool.post\nscript: |\n  def handle(event, payload):\n"
+    "      return allow()\n---\n",
 }
 
 
 def project(root: Path, sandbox: str, hooks: bool) -> Path:
     root.mkdir(parents=True)
     servers = {"sdk": {"command": [sys.executable, SERVER], "sandbox": sandbox}}
-    (root / "harness.md").write_text(f"---\nmcp_servers: {json.dumps(servers)}\n"
-                                     "runtime: {isolation: inprocess}\n---\n")
+    (root / "harness.md").write_text(
+        f"---\nmcp_servers: {json.dumps(servers)}\nruntime: {{isolation: inprocess}}\n---\n"
+    )
     if hooks:
         (root / ".harness" / "hooks").mkdir(parents=True)
         for name, text in HOOKS.items():
@@ -52,7 +53,7 @@ def project(root: Path, sandbox: str, hooks: bool) -> Path:
     return root
 
 
-def main() -> None:
+def main() -> None:  # noqa: C901
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -69,8 +70,12 @@ def main() -> None:
         assert not h.call("sdk.echo", args).is_error  # start the server, list its tools
 
     params = StdioServerParameters(command=sys.executable, args=[SERVER])
-    times: dict[str, list[float]] = {"direct": [], "proxy": [], "proxy+2 hooks": [],
-                                     "proxy, sandboxed": []}
+    times: dict[str, list[float]] = {
+        "direct": [],
+        "proxy": [],
+        "proxy+2 hooks": [],
+        "proxy, sandboxed": [],
+    }
 
     cpu: dict[str, list[float]] = {k: [] for k in times}
 
@@ -111,8 +116,10 @@ def main() -> None:
         h.close()
 
     base = statistics.median(times["direct"]) * 1e6
-    print(f"upstream call overhead ({rounds * per_round} interleaved steps; medians; "
-          "overhead = median of the per-step differences)")
+    print(
+        f"upstream call overhead ({rounds * per_round} interleaved steps; medians; "
+        "overhead = median of the per-step differences)"
+    )
     for name, values in times.items():
         med = statistics.median(values) * 1e6
         if name == "direct":

@@ -35,7 +35,7 @@ from harness.runtime.context import CallContext  # noqa: E402
 from harness.runtime.engine import Engine, InProcessRuntime  # noqa: E402
 from harness.runtime.workers import ProcessRuntime  # noqa: E402
 
-TRIVIAL = "def run(args):\n    return {\"ok\": True, \"n\": args.get(\"n\", 0)}\n"
+TRIVIAL = 'def run(args):\n    return {"ok": True, "n": args.get("n", 0)}\n'
 GOAL_RATIO = 20.0
 GOAL_THROUGHPUT_S = 0.6
 
@@ -58,17 +58,23 @@ def project(root: Path, isolation: str, concurrency: int, sandbox: str = "auto")
     tools.mkdir(parents=True)
     (root / "harness.md").write_text(
         f"---\nruntime: {{isolation: {isolation}}}\nlimits: {{max_concurrency: {concurrency}}}\n"
-        f"exec: {{sandbox: \"{sandbox}\"}}\n---\nBenchmark agent.\n")
-    (tools / "trivial.md").write_text("---\nparameters:\n  n: {type: integer}\nscript: |\n"
-                                      + textwrap.indent(TRIVIAL, "  ") + "---\nTrivial.\n")
-    (tools / "nap.md").write_text(textwrap.dedent("""\
+        f'exec: {{sandbox: "{sandbox}"}}\n---\nBenchmark agent.\n'
+    )
+    (tools / "trivial.md").write_text(
+        "---\nparameters:\n  n: {type: integer}\nscript: |\n"
+        + textwrap.indent(TRIVIAL, "  ")
+        + "---\nTrivial.\n"
+    )
+    (tools / "nap.md").write_text(
+        textwrap.dedent("""\
         ---
         script: |
           def run(args):
               return exec.run("sleep", ["0.1"])["ok"]
         ---
         Sleep 0.1 s.
-    """))
+    """)
+    )
     return root
 
 
@@ -89,13 +95,16 @@ def main() -> None:
         bare = median_us(lambda: frozen.call_with(options, "run", args), n, r)
 
         inproc = InProcessRuntime()
-        inproc_us = median_us(lambda: inproc.run_tool(
-            TRIVIAL, "t.md", 1, args, CallContext(config=cfg), 1000), n, r)
+        inproc_us = median_us(
+            lambda: inproc.run_tool(TRIVIAL, "t.md", 1, args, CallContext(config=cfg), 1000), n, r
+        )
         with ProcessRuntime(cfg) as pool:
-            proc_us = median_us(lambda: pool.run_tool(
-                TRIVIAL, "t.md", 1, args, CallContext(config=cfg), 1000), n, r)
-            proc_nodl_us = median_us(lambda: pool.run_tool(
-                TRIVIAL, "t.md", 1, args, CallContext(config=cfg), 0), n, r)
+            proc_us = median_us(
+                lambda: pool.run_tool(TRIVIAL, "t.md", 1, args, CallContext(config=cfg), 1000), n, r
+            )
+            proc_nodl_us = median_us(
+                lambda: pool.run_tool(TRIVIAL, "t.md", 1, args, CallContext(config=cfg), 0), n, r
+            )
 
         results: dict[str, float] = {}
         throughput: dict[str, float] = {}
@@ -127,15 +136,21 @@ def main() -> None:
         print(f"  {label:<40} {us:8.1f} us  {us / bare:6.1f}x bare")
     ratio = results["process"] / bare
     print(f"  process round trip over in-process runtime: {proc_us - inproc_us:+.1f} us")
-    print(f"  goal: Harness.call under process isolation <= {GOAL_RATIO:.0f}x bare: "
-          f"{ratio:.1f}x ({'met' if ratio <= GOAL_RATIO else 'NOT met'})")
-    print("throughput: 64 calls of exec.run(\"sleep\", [\"0.1\"]) via Harness.call_many, "
-          "max_concurrency 16 (median of 3):")
+    print(
+        f"  goal: Harness.call under process isolation <= {GOAL_RATIO:.0f}x bare: "
+        f"{ratio:.1f}x ({'met' if ratio <= GOAL_RATIO else 'NOT met'})"
+    )
+    print(
+        'throughput: 64 calls of exec.run("sleep", ["0.1"]) via Harness.call_many, '
+        "max_concurrency 16 (median of 3):"
+    )
     for label, secs in throughput.items():
         print(f"  {label:<40} {secs:8.3f} s")
     main_s = throughput["process, exec.sandbox auto"]
-    print(f"  goal: process isolation <= {GOAL_THROUGHPUT_S} s: {main_s:.3f} s "
-          f"({'met' if main_s <= GOAL_THROUGHPUT_S else 'NOT met'})")
+    print(
+        f"  goal: process isolation <= {GOAL_THROUGHPUT_S} s: {main_s:.3f} s "
+        f"({'met' if main_s <= GOAL_THROUGHPUT_S else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

@@ -132,8 +132,9 @@ def median_us(
     return statistics.median(runs)
 
 
-def interleaved_us(fns: dict[str, Callable[[], object]], rounds: int = 150,
-                   batch_ms: float = 2.0) -> dict[str, tuple[float, float]]:
+def interleaved_us(
+    fns: dict[str, Callable[[], object]], rounds: int = 150, batch_ms: float = 2.0
+) -> dict[str, tuple[float, float]]:
     """Median µs per call and median ratio to the first entry, measured interleaved.
 
     Each round times one batch of every function in turn (about ``batch_ms`` each),
@@ -160,9 +161,13 @@ def interleaved_us(fns: dict[str, Callable[[], object]], rounds: int = 150,
                 fn()
             runs[label].append((time.perf_counter() - t0) / n * 1e6)
     base = runs[next(iter(fns))]
-    return {label: (statistics.median(v),
-                    statistics.median(x / b for x, b in zip(v, base, strict=True)))
-            for label, v in runs.items()}
+    return {
+        label: (
+            statistics.median(v),
+            statistics.median(x / b for x, b in zip(v, base, strict=True)),
+        )
+        for label, v in runs.items()
+    }
 
 
 def main() -> None:

@@ -40,13 +40,16 @@ class ArgumentShape:
         props = props if isinstance(props, Mapping) else {}
         # Unknown names only make sense for a closed set: additionalProperties (any
         # value but false) or patternProperties declare that other names are welcome.
-        open_ended = schema.get("additionalProperties", None) not in (None, False) \
+        open_ended = (
+            schema.get("additionalProperties", None) not in (None, False)
             or "patternProperties" in schema
-        self.known = None if open_ended or not props \
-            else frozenset(props)
+        )
+        self.known = None if open_ended or not props else frozenset(props)
         self.defaults = tuple(
-            (name, sub["default"]) for name, sub in props.items()
-            if isinstance(sub, Mapping) and "default" in sub)
+            (name, sub["default"])
+            for name, sub in props.items()
+            if isinstance(sub, Mapping) and "default" in sub
+        )
         # Object arguments whose own properties declare defaults (one level per shape).
         nested: list[tuple[str, ArgumentShape]] = []
         for name, sub in props.items():
@@ -92,8 +95,7 @@ class ArgumentShape:
             parts.append(f'"{name}"{suggest(name, sorted(self.known or ()))}')
         known = ", ".join(f'"{k}"' for k in sorted(self.known or ())) or "none"
         word = "argument" if len(unknown) == 1 else "arguments"
-        return (f'unknown {word} {", ".join(parts)} for tool "{tool}"; its parameters are '
-                f"{known}")
+        return f'unknown {word} {", ".join(parts)} for tool "{tool}"; its parameters are {known}'
 
 
 def shape_for(schema: Mapping[str, Any]) -> ArgumentShape | None:
@@ -140,11 +142,17 @@ def json_message(err: Any) -> str:
     if kind == "format":
         return f"{as_json(instance)} is not a {as_json(expected)}"
     if kind in ("minLength", "minItems", "minProperties"):
-        return f"{as_json(instance)} is too short" if kind != "minProperties" else \
-            f"{as_json(instance)} does not have enough properties"
+        return (
+            f"{as_json(instance)} is too short"
+            if kind != "minProperties"
+            else f"{as_json(instance)} does not have enough properties"
+        )
     if kind in ("maxLength", "maxItems", "maxProperties"):
-        return f"{as_json(instance)} is too long" if kind != "maxProperties" else \
-            f"{as_json(instance)} has too many properties"
+        return (
+            f"{as_json(instance)} is too long"
+            if kind != "maxProperties"
+            else f"{as_json(instance)} has too many properties"
+        )
     if kind == "additionalProperties" and isinstance(instance, Mapping):
         props = err.schema.get("properties", {}) if isinstance(err.schema, Mapping) else {}
         extra = [k for k in instance if k not in props]
@@ -152,7 +160,7 @@ def json_message(err: Any) -> str:
         return f"Additional properties are not allowed ({_listing(extra)} {verb} unexpected)"
     prefix = repr(instance)
     if message.startswith(prefix):
-        return as_json(instance) + message[len(prefix):]
+        return as_json(instance) + message[len(prefix) :]
     return message
 
 

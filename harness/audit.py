@@ -46,8 +46,11 @@ class AuditLog:
     def write(self, session: str, event: str, fields: dict[str, Any]) -> None:
         now = time.time()
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
-        record = {"time": f"{stamp}.{int(now * 1000) % 1000:03d}Z", "session": session,
-                  "event": event}
+        record = {
+            "time": f"{stamp}.{int(now * 1000) % 1000:03d}Z",
+            "session": session,
+            "event": event,
+        }
         # Redact before capping: a cut must not split a secret so that it escapes.
         # The keys written above are never replaced by a field of the same name.
         for key, value in _cap(redact(fields), self.max_value_chars).items():

@@ -152,7 +152,7 @@ ARGUMENT_MODES = ("note", "strict")
 KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
 
 
-def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str | None]:
+def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str | None]:  # noqa: C901
     """Return (value, error message or None) for one section field."""
     where = f"{section}.{name}"
     if (section, name) == ("exec", "sandbox") and value is False:
@@ -173,8 +173,10 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
             return default, f"config {where} must be a list of strings, got {a_type(value)}"
         bad = [v for v in value if not isinstance(v, str)]
         if bad:
-            return default, (f"config {where} must be a list of strings, got {a_type(bad[0])} "
-                             f"({as_json(bad[0])}) in it; quote it")
+            return default, (
+                f"config {where} must be a list of strings, got {a_type(bad[0])} "
+                f"({as_json(bad[0])}) in it; quote it"
+            )
         return tuple(value), None
     # str or None
     if value is None and default is None:
@@ -193,11 +195,36 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
 # host kernel and device state, the system's secrets); never a path that holds a
 # secret store (SPEC §8.3) or that overlaps the workspace (its protected entries
 # would show, writable or not, under another path).
-_MOUNT_REFUSED = ("/", "/proc", "/sys", "/dev", "/etc", "/run", "/var/run", "/boot",
-                  "/root", "/home", "/tmp", "/var/tmp")
-_MOUNT_SECRETS = (".ssh", ".aws", ".gnupg", ".docker", ".kube", ".azure", ".netrc",
-                  ".password-store", ".git-credentials", ".pypirc", ".npmrc",
-                  ".config/gcloud", ".config/gh", ".local/share/keyrings")
+_MOUNT_REFUSED = (
+    "/",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/etc",
+    "/run",
+    "/var/run",
+    "/boot",
+    "/root",
+    "/home",
+    "/tmp",
+    "/var/tmp",
+)
+_MOUNT_SECRETS = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".docker",
+    ".kube",
+    ".azure",
+    ".netrc",
+    ".password-store",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".config/gcloud",
+    ".config/gh",
+    ".local/share/keyrings",
+)
 
 
 def mount_path(entry: str) -> str:
@@ -219,26 +246,40 @@ def mount_problem(entry: str, workspace: Path | str) -> str | None:
         return path == root or path.startswith(root.rstrip("/") + "/")
 
     if real == home:
-        return (f"{where} is the home directory {home}; mount only the toolchain "
-                "directory (e.g. ~/.pyenv/versions/3.11.7)")
+        return (
+            f"{where} is the home directory {home}; mount only the toolchain "
+            "directory (e.g. ~/.pyenv/versions/3.11.7)"
+        )
     for refused in _MOUNT_REFUSED:
-        if real == refused or inside(refused, real) or (
+        if (
+            real == refused
+            or inside(refused, real)
+            or (
                 refused in ("/proc", "/sys", "/dev", "/etc", "/run", "/boot")
-                and inside(real, refused)):
+                and inside(real, refused)
+            )
+        ):
             return f"{where} resolves to {real}, which the sandbox never shows; remove it"
     if real == home or inside(home, real):
-        return (f"{where} is the home directory {home} or contains it; mount only the "
-                "toolchain directory (e.g. ~/.pyenv/versions/3.11.7)")
+        return (
+            f"{where} is the home directory {home} or contains it; mount only the "
+            "toolchain directory (e.g. ~/.pyenv/versions/3.11.7)"
+        )
     if inside(real, ws) or inside(ws, real):
-        return (f"{where} resolves to {real}, which overlaps the workspace {ws}; the "
-                "workspace is in the sandbox already")
+        return (
+            f"{where} resolves to {real}, which overlaps the workspace {ws}; the "
+            "workspace is in the sandbox already"
+        )
     parts = real.split("/")
     for secret in _MOUNT_SECRETS:
         first = secret.split("/")
-        if any(parts[i:i + len(first)] == first for i in range(len(parts))) or \
-                os.path.lexists(os.path.join(real, secret)):
-            return (f'{where} ({real}) is or holds the secret store "{secret}" (SPEC 8.3); '
-                    "mount a directory without secrets")
+        if any(parts[i : i + len(first)] == first for i in range(len(parts))) or os.path.lexists(
+            os.path.join(real, secret)
+        ):
+            return (
+                f'{where} ({real}) is or holds the secret store "{secret}" (SPEC 8.3); '
+                "mount a directory without secrets"
+            )
     return None
 
 
@@ -263,9 +304,15 @@ def section_schemas() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, cls in _SECTIONS.items():
         section = cls()
-        out[key] = {"type": ["object", "null"], "additionalProperties": False, "properties": {
-            f.name: _field_schema(key, f.name, getattr(section, f.name)) for f in fields(cls)
-            if f.name not in _INTERNAL}}
+        out[key] = {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "properties": {
+                f.name: _field_schema(key, f.name, getattr(section, f.name))
+                for f in fields(cls)
+                if f.name not in _INTERNAL
+            },
+        }
     return out
 
 
@@ -280,7 +327,9 @@ class ConfigFinding(NamedTuple):
 
 
 def parse_config(
-    data: Mapping[str, Any], root: Path, path: str = "harness.md",
+    data: Mapping[str, Any],
+    root: Path,
+    path: str = "harness.md",
     lines: Mapping[str, int] | None = None,
 ) -> tuple[Config, list[Problem]]:
     """Build a Config from harness.md frontmatter. ``lines`` maps top-level keys to file lines."""
@@ -306,12 +355,19 @@ def _located(f: ConfigFinding, path: str, lines: Mapping[str, int]) -> Problem:
     nested = getattr(lines, "key", None)  # frontmatter.KeyLines: positions of nested keys
     if nested is not None:
         line, column = nested((f.key,) if f.sub is None else (f.key, f.sub), (line, 1))
-    return Problem(path=path, line=line, column=column, severity=severity,  # type: ignore[arg-type]
-                   code=code, message=message)
+    return Problem(
+        path=path,
+        line=line,
+        column=column,
+        severity=severity,  # type: ignore[arg-type]
+        code=code,
+        message=message,
+    )
 
 
-def _findings(data: Mapping[str, Any], root: Path,
-              values: dict[str, Any]) -> Iterator[ConfigFinding]:
+def _findings(
+    data: Mapping[str, Any], root: Path, values: dict[str, Any]
+) -> Iterator[ConfigFinding]:
     """The config's problems; what is valid goes into ``values`` (Config's fields)."""
     for key, cls in _SECTIONS.items():
         raw = data.get(key)
@@ -328,23 +384,32 @@ def _findings(data: Mapping[str, Any], root: Path,
         if isinstance(mode, str) and mode in ARGUMENT_MODES:
             values["arguments"] = mode
         else:
-            yield ConfigFinding("arguments", f"config arguments must be one of "
-                                f"{', '.join(ARGUMENT_MODES)}; got {as_json(mode)}"
-                                f"{suggest(mode, ARGUMENT_MODES)}")
+            yield ConfigFinding(
+                "arguments",
+                f"config arguments must be one of "
+                f"{', '.join(ARGUMENT_MODES)}; got {as_json(mode)}"
+                f"{suggest(mode, ARGUMENT_MODES)}",
+            )
 
 
-def _section(key: str, cls: Any, raw: Mapping[str, Any],
-             root: Path) -> Generator[ConfigFinding, None, Any]:
+def _section(
+    key: str, cls: Any, raw: Mapping[str, Any], root: Path
+) -> Generator[ConfigFinding, None, Any]:
     """One config section: its findings, then (returned) the section value."""
     section = cls()
     known = {f.name for f in fields(cls)} - set(_INTERNAL)
     updates: dict[str, Any] = {}
     for name, value in raw.items():
         if name not in known:
-            yield ConfigFinding(key, f"unknown config key {key}.{name}"
-                                f"{suggest(name, sorted(known))}; known keys: "
-                                f"{', '.join(sorted(known))}", name, "config-unknown-key",
-                                "warning")
+            yield ConfigFinding(
+                key,
+                f"unknown config key {key}.{name}"
+                f"{suggest(name, sorted(known))}; known keys: "
+                f"{', '.join(sorted(known))}",
+                name,
+                "config-unknown-key",
+                "warning",
+            )
             continue
         coerced, msg = _coerce(key, name, getattr(section, name), value)
         if msg:
@@ -367,8 +432,12 @@ def _section(key: str, cls: Any, raw: Mapping[str, Any],
         try:
             datetime.fromisoformat(section.fixed.strip())
         except ValueError:
-            yield ConfigFinding(key, f'config clock.fixed "{section.fixed}" is not an RFC 3339 '
-                                'time; write it like "2026-01-05T09:00:00Z"', "fixed")
+            yield ConfigFinding(
+                key,
+                f'config clock.fixed "{section.fixed}" is not an RFC 3339 '
+                'time; write it like "2026-01-05T09:00:00Z"',
+                "fixed",
+            )
             section = ClockConfig()
     if key == "fs":
         # SPEC §8.2: fs.protected can add paths, never remove the built-in ones.
@@ -383,13 +452,19 @@ def _workspace(ws: Any, root: Path, values: dict[str, Any]) -> Iterator[ConfigFi
         return
     candidate = (root / ws).resolve()
     if candidate != root and root not in candidate.parents:
-        yield ConfigFinding("workspace", f'config workspace "{ws}" is outside the project '
-                            f"root {root}")
+        yield ConfigFinding(
+            "workspace", f'config workspace "{ws}" is outside the project root {root}'
+        )
     elif not candidate.exists():
-        yield ConfigFinding("workspace", f'config workspace "{ws}" does not exist (looked for '
-                            f"{candidate}); create the directory or fix the path")
+        yield ConfigFinding(
+            "workspace",
+            f'config workspace "{ws}" does not exist (looked for '
+            f"{candidate}); create the directory or fix the path",
+        )
     elif not candidate.is_dir():
-        yield ConfigFinding("workspace", f'config workspace "{ws}" is not a directory; name '
-                            "the directory the tools may work in")
+        yield ConfigFinding(
+            "workspace",
+            f'config workspace "{ws}" is not a directory; name the directory the tools may work in',
+        )
     else:
         values["workspace"] = candidate

@@ -39,9 +39,6 @@ UNTRUSTED_NOTICE = (
 )
 
 
-
-
-
 def _make_runtime(project: Project) -> ScriptRuntime:
     if project.config.runtime.isolation == "process":
         try:
@@ -71,8 +68,9 @@ class Harness:
         self._default: Session | None = None
         self._audit: AuditLog | None = None
         if self.config.audit.path:
-            self._audit = AuditLog(self.root / self.config.audit.path,
-                                   self.config.limits.max_output_bytes)
+            self._audit = AuditLog(
+                self.root / self.config.audit.path, self.config.limits.max_output_bytes
+            )
         self._closed = False
         self._tools.setdefault("read_output", read_output_spec())
         # Every runtime this harness starts, stopped together by close(), by garbage
@@ -108,14 +106,17 @@ class Harness:
             version = up.version
             # New dicts, not edits in place: a registry in use keeps the ones it has.
             tools = {n: t for n, t in self._tools.items() if n not in self._upstream_names}
-            handlers = {n: h for n, h in self._handlers.items()
-                        if n not in self._upstream_names}
+            handlers = {n: h for n, h in self._handlers.items() if n not in self._upstream_names}
             names: set[str] = set()
             for name, spec in up.tools().items():
                 if name in tools:
-                    _log.error('upstream tool "%s" (%s) is left out: a tool of that name is '
-                               "already defined in %s", name, spec.source.path,
-                               tools[name].source.path)
+                    _log.error(
+                        'upstream tool "%s" (%s) is left out: a tool of that name is '
+                        "already defined in %s",
+                        name,
+                        spec.source.path,
+                        tools[name].source.path,
+                    )
                     continue
                 tools[name] = spec
                 handlers[name] = up.handler(name)
@@ -133,9 +134,11 @@ class Harness:
     def tools(self) -> dict[str, ToolSpec]:
         """Exposed tools by name, sorted (enabled and not deferred)."""
         self._sync_upstream(start=True)
-        return {n: t for n, t in sorted(self._tools.items())
-                if t.enabled and t.loading == "always"
-                and policy_allows(self.config, n)}
+        return {
+            n: t
+            for n, t in sorted(self._tools.items())
+            if t.enabled and t.loading == "always" and policy_allows(self.config, n)
+        }
 
     @property
     def all_tools(self) -> dict[str, ToolSpec]:
@@ -179,14 +182,20 @@ class Harness:
         body = self.project.system_prompt.strip()
         return f"{body}\n\n{UNTRUSTED_NOTICE}" if body else UNTRUSTED_NOTICE
 
-    def definitions(self, format: str = "openai", *, include_deferred: bool = False,
-                    names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    def definitions(
+        self,
+        format: str = "openai",
+        *,
+        include_deferred: bool = False,
+        names: Iterable[str] | None = None,
+    ) -> list[dict[str, Any]]:
         from harness.artifacts.export import definitions
 
         tools = self.all_tools if include_deferred else self.tools
         chosen = [t for n, t in tools.items() if names is None or n in set(names)]
-        return definitions([t for t in chosen if t.enabled], format,
-                           include_deferred=include_deferred)
+        return definitions(
+            [t for t in chosen if t.enabled], format, include_deferred=include_deferred
+        )
 
     def bind(self, name: str, handler: Handler) -> None:
         """Bind a Python handler ``handler(args: dict) -> value`` to a script-less tool."""
@@ -198,15 +207,22 @@ class Harness:
         self._handlers[name] = handler
         self._registry = None
 
-    def tool(self, fn: Callable[..., Any] | None = None, *, name: str | None = None,
-             description: str | None = None) -> Any:
+    def tool(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Any:
         """Decorator: a typed Python function becomes a tool (schema from type hints)."""
 
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
             spec, handler = tool_from_function(func, name=name, description=description)
             if spec.name in self._tools:
-                raise UsageError(f'tool "{spec.name}" is defined more than once '
-                                 f"({self._tools[spec.name].source.path} and {spec.source.path})")
+                raise UsageError(
+                    f'tool "{spec.name}" is defined more than once '
+                    f"({self._tools[spec.name].source.path} and {spec.source.path})"
+                )
             self._tools[spec.name] = spec
             self._handlers[spec.name] = handler
             self._registry = None
@@ -232,8 +248,12 @@ class Harness:
         reg = self._registry
         if reg is None:
             reg = self._registry = Registry(
-                config=self.config, tools=self._tools, runtime=self.runtime,
-                chain=self._chain, handlers=dict(self._handlers))
+                config=self.config,
+                tools=self._tools,
+                runtime=self.runtime,
+                chain=self._chain,
+                handlers=dict(self._handlers),
+            )
         return reg
 
     # -- sessions and calls ------------------------------------------------------
@@ -249,12 +269,14 @@ class Harness:
             self._default = self.session()
         return self._default
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None = None, *,
-             id: str | None = None) -> ToolResult:
+    def call(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, id: str | None = None
+    ) -> ToolResult:
         return self.default_session.call(name, arguments, id=id)
 
-    async def acall(self, name: str, arguments: Mapping[str, Any] | None = None, *,
-                    id: str | None = None) -> ToolResult:
+    async def acall(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, id: str | None = None
+    ) -> ToolResult:
         return await self.default_session.acall(name, arguments, id=id)
 
     def call_many(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
@@ -339,8 +361,9 @@ def _stop_before_thread_join(finalizer: weakref.finalize) -> None:
 # -- module-level API ------------------------------------------------------------------
 
 
-def load(root: str | Path | None = None, *, strict: bool = False,
-         runtime: ScriptRuntime | None = None) -> Harness:
+def load(
+    root: str | Path | None = None, *, strict: bool = False, runtime: ScriptRuntime | None = None
+) -> Harness:
     """Load and validate every artifact under ``root``; raise LoadError listing problems."""
     from harness.validation import check_project
 
@@ -355,5 +378,3 @@ def check(root: str | Path | None = None, *, strict: bool = False) -> list[Any]:
     from harness.validation import check_project
 
     return list(check_project(Path(root) if root is not None else None, strict=strict).problems)
-
-

@@ -87,8 +87,12 @@ class HookPlan:
 
 def hook_plan(spec: HookSpec) -> HookPlan:
     reads = hook_inputs(spec.script)
-    return HookPlan(spec=spec, when=compile_when(spec.when) if spec.when else None,
-                    event_used=reads.event, keys=reads.keys)
+    return HookPlan(
+        spec=spec,
+        when=compile_when(spec.when) if spec.when else None,
+        event_used=reads.event,
+        keys=reads.keys,
+    )
 
 
 class HookChain:
@@ -98,20 +102,26 @@ class HookChain:
             event = EVENT_ALIASES.get(hook.event, hook.event)
             by_event.setdefault(event, []).append(hook)
         self._by_event = {
-            event: tuple(sorted(specs, key=hook_order))
-            for event, specs in by_event.items()
+            event: tuple(sorted(specs, key=hook_order)) for event, specs in by_event.items()
         }
-        self._plans = {event: tuple(map(hook_plan, specs))
-                       for event, specs in self._by_event.items()}
+        self._plans = {
+            event: tuple(map(hook_plan, specs)) for event, specs in self._by_event.items()
+        }
         self.pre = self.for_event("tool.pre")  # read on every call
         self.post = self.for_event("tool.post")
 
     def for_event(self, event: str) -> tuple[HookSpec, ...]:
         return self._by_event.get(event, ())
 
-    def run(self, event: str, payload: Mapping[str, Any], runtime: ScriptRuntime,
-            make_ctx: Callable[[HookSpec], CallContext], recheck: Recheck | None = None,
-            on_decision: DecisionSink | None = None) -> ChainOutcome:
+    def run(
+        self,
+        event: str,
+        payload: Mapping[str, Any],
+        runtime: ScriptRuntime,
+        make_ctx: Callable[[HookSpec], CallContext],
+        recheck: Recheck | None = None,
+        on_decision: DecisionSink | None = None,
+    ) -> ChainOutcome:
         hooks = self._plans.get(event)
         current = payload  # never mutated: a modify() merges into a new dict
         if not hooks:
@@ -125,8 +135,9 @@ class HookChain:
         for i, plan in enumerate(hooks):
             hook = plan.spec
             try:
-                action, reason, new, took = _run_one(plan, event, current, runtime, make_ctx,
-                                                     recheck)
+                action, reason, new, took = _run_one(
+                    plan, event, current, runtime, make_ctx, recheck
+                )
             except HookFailure as exc:
                 failed = _failure(hook, exc, event, current, on_decision)
                 if failed is None:  # on_error: allow
@@ -144,17 +155,25 @@ class HookChain:
                         seen[later] = None
                     changes = {first: 1} if first is not None else {}
                     changes[hook.name] = changes.get(hook.name, 0) + 1
-                    return _settle(hooks, event, new, seen, changes, runtime, make_ctx,
-                                   recheck, on_decision)
+                    return _settle(
+                        hooks, event, new, seen, changes, runtime, make_ctx, recheck, on_decision
+                    )
                 first = hook.name
                 current = new
         return _chain_outcome((current, None, "", False))
 
 
-def _settle(hooks: tuple[HookPlan, ...], event: str, current: Mapping[str, Any],
-            seen: list[Mapping[str, Any] | None], changes: dict[str, int],
-            runtime: ScriptRuntime, make_ctx: Callable[[HookSpec], CallContext],
-            recheck: Recheck | None, on_decision: DecisionSink | None) -> ChainOutcome:
+def _settle(
+    hooks: tuple[HookPlan, ...],
+    event: str,
+    current: Mapping[str, Any],
+    seen: list[Mapping[str, Any] | None],
+    changes: dict[str, int],
+    runtime: ScriptRuntime,
+    make_ctx: Callable[[HookSpec], CallContext],
+    recheck: Recheck | None,
+    on_decision: DecisionSink | None,
+) -> ChainOutcome:
     """Run until every hook has seen ``current`` (``seen[i]`` is what hook i last saw).
 
     A change sends the chain back to the first hook that has not seen the new
@@ -169,8 +188,7 @@ def _settle(hooks: tuple[HookPlan, ...], event: str, current: Mapping[str, Any],
         plan = hooks[i]
         hook = plan.spec
         try:
-            action, reason, new, took = _run_one(plan, event, current, runtime, make_ctx,
-                                                 recheck)
+            action, reason, new, took = _run_one(plan, event, current, runtime, make_ctx, recheck)
         except HookFailure as exc:
             failed = _failure(hook, exc, event, current, on_decision)
             if failed is None:  # on_error: allow
@@ -190,15 +208,21 @@ def _settle(hooks: tuple[HookPlan, ...], event: str, current: Mapping[str, Any],
                 message = _unsettled(event, hook.name, changes)
                 if on_decision is not None:
                     on_decision(event, hook.name, "error", message, 0.0)
-                return ChainOutcome(payload=current, blocked_by=hook.name, reason=message,
-                                    failed=True)
+                return ChainOutcome(
+                    payload=current, blocked_by=hook.name, reason=message, failed=True
+                )
         seen[i] = current
         i = 0 if changed else i + 1
     return _chain_outcome((current, None, "", False))
 
 
-def _failure(hook: HookSpec, exc: HookFailure, event: str, current: Mapping[str, Any],
-             on_decision: DecisionSink | None) -> ChainOutcome | None:
+def _failure(
+    hook: HookSpec,
+    exc: HookFailure,
+    event: str,
+    current: Mapping[str, Any],
+    on_decision: DecisionSink | None,
+) -> ChainOutcome | None:
     """A hook that failed: recorded, then the blocking outcome, or None (on_error: allow)."""
     message = f'hook "{hook.name}" failed: {exc}'
     if on_decision is not None:
@@ -210,19 +234,26 @@ def _failure(hook: HookSpec, exc: HookFailure, event: str, current: Mapping[str,
 
 def _unsettled(event: str, name: str, changes: Mapping[str, int]) -> str:
     others = ", ".join(f'"{h}"' for h in sorted(changes) if h != name) or "none"
-    return (f'{event} hooks do not settle: hook "{name}" changed the payload '
-            f"{changes[name]} times in one call (other hooks that changed it: {others}). "
-            "After every change the hooks that saw the earlier payload run again, and "
-            "these keep changing it; make each modify() idempotent (running the hook "
-            "again on its own result must change nothing) or merge the hooks.")
+    return (
+        f'{event} hooks do not settle: hook "{name}" changed the payload '
+        f"{changes[name]} times in one call (other hooks that changed it: {others}). "
+        "After every change the hooks that saw the earlier payload run again, and "
+        "these keep changing it; make each modify() idempotent (running the hook "
+        "again on its own result must change nothing) or merge the hooks."
+    )
 
 
 _ALLOW = {"action": "allow"}
 
 
-def _run_one(plan: HookPlan, event: str, current: Mapping[str, Any], runtime: ScriptRuntime,
-             make_ctx: Callable[[HookSpec], CallContext],
-             recheck: Recheck | None) -> tuple[str, str, Mapping[str, Any], float]:
+def _run_one(  # noqa: C901
+    plan: HookPlan,
+    event: str,
+    current: Mapping[str, Any],
+    runtime: ScriptRuntime,
+    make_ctx: Callable[[HookSpec], CallContext],
+    recheck: Recheck | None,
+) -> tuple[str, str, Mapping[str, Any], float]:
     """(action, reason, payload after the hook, duration_ms) of one hook."""
     hook = plan.spec
     path = hook.source.path
@@ -238,8 +269,15 @@ def _run_one(plan: HookPlan, event: str, current: Mapping[str, Any], runtime: Sc
                 pass
         took = 0.0
         if matched is NO_ANSWER:
-            out = runtime.eval_when(hook.when, path, hook.when_line or 1, event, current,
-                                    make_ctx(hook), hook.timeout_ms)
+            out = runtime.eval_when(
+                hook.when,
+                path,
+                hook.when_line or 1,
+                event,
+                current,
+                make_ctx(hook),
+                hook.timeout_ms,
+            )
             if out.status != "ok":
                 _fail(out, hook, "when: ")
             matched, took = out.value, out.duration_ms
@@ -256,9 +294,15 @@ def _run_one(plan: HookPlan, event: str, current: Mapping[str, Any], runtime: Sc
         seen = {k: current[k] for k in keys if k in current}
     else:
         seen = UNUSED
-    out = runtime.run_hook(hook.script, path, hook.script_line or 1,
-                           event if plan.event_used else UNUSED, seen, make_ctx(hook),
-                           hook.timeout_ms)
+    out = runtime.run_hook(
+        hook.script,
+        path,
+        hook.script_line or 1,
+        event if plan.event_used else UNUSED,
+        seen,
+        make_ctx(hook),
+        hook.timeout_ms,
+    )
     if out.status != "ok":
         _fail(out, hook, "")
     value = out.value
@@ -316,8 +360,7 @@ def _interpret(value: Any) -> tuple[str, str, dict[str, Any]]:
     return action, reason, payload
 
 
-def _merge(event: str, current: Mapping[str, Any],
-           new: Mapping[str, Any]) -> Mapping[str, Any]:
+def _merge(event: str, current: Mapping[str, Any], new: Mapping[str, Any]) -> Mapping[str, Any]:
     """``current`` itself when ``new`` changes nothing, else a new dict."""
     mutable = MUTABLE_KEYS.get(event)
     merged: dict[str, Any] | None = None
@@ -338,8 +381,10 @@ def _merge(event: str, current: Mapping[str, Any],
     if pair is not None and changed:
         first, second = pair
         if first in changed and second in changed and merged[first] != merged[second]:
-            raise HookFailure(f'modify() changed "{first}" and "{second}" to different values '
-                              f"in {event}; they are the same arguments: change one of them")
+            raise HookFailure(
+                f'modify() changed "{first}" and "{second}" to different values '
+                f"in {event}; they are the same arguments: change one of them"
+            )
         if second in changed:
             merged[first] = merged[second]
         elif first in changed:

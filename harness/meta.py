@@ -15,13 +15,20 @@ from harness.artifacts.model import ToolSpec
 from harness.runtime.static import check_script
 
 
-def build_meta_tool(name: str, description: str, parameters: Any,
-                    script: str) -> tuple[ToolSpec, list[str]]:
+def build_meta_tool(
+    name: str, description: str, parameters: Any, script: str
+) -> tuple[ToolSpec, list[str]]:
     path = f"<meta:{name}>"
-    entry = checks.Entry(kind="tool", name=name,
-                         data={"parameters": parameters, "script": script},
-                         lines=KeyLines(), base=(), path=path, layer="meta",
-                         body=description)
+    entry = checks.Entry(
+        kind="tool",
+        name=name,
+        data={"parameters": parameters, "script": script},
+        lines=KeyLines(),
+        base=(),
+        path=path,
+        layer="meta",
+        body=description,
+    )
     problems: list[Any] = []
     spec = _tool(entry, problems)
     problems.extend(checks.schema_problems(entry, spec))

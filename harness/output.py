@@ -40,8 +40,10 @@ def truncation_notice(max_bytes: int, ref: str | None, offset: int) -> str:
     notice = f"[output truncated at {max_bytes} bytes]"
     if ref is None:
         return "\n" + notice
-    return (f'\n[full output kept as "{ref}": call read_output(ref="{ref}", '
-            f"offset={offset}) for the rest]\n{notice}")
+    return (
+        f'\n[full output kept as "{ref}": call read_output(ref="{ref}", '
+        f"offset={offset}) for the rest]\n{notice}"
+    )
 
 
 def is_error_value(value: Any) -> bool:

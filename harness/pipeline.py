@@ -116,8 +116,10 @@ def validate(c: Call, plan: ToolPlan, args: Mapping[str, Any]) -> Mapping[str, A
     """The arguments with declared defaults filled in, checked against the tool's input
     schema; undeclared names are noted, or refused under ``arguments: strict``."""
     if type(args) is not dict and not isinstance(args, Mapping):
-        raise Stop(f'invalid arguments for tool "{c.name}": $: arguments must be a JSON '
-                   f"object, got {type(args).__name__}")
+        raise Stop(
+            f'invalid arguments for tool "{c.name}": $: arguments must be a JSON '
+            f"object, got {type(args).__name__}"
+        )
     shape = plan.arguments.shape  # arguments.py: defaults and declared names
     if shape is not None:
         if shape.fills:
@@ -126,8 +128,10 @@ def validate(c: Call, plan: ToolPlan, args: Mapping[str, Any]) -> Mapping[str, A
         if known is not None and not known.issuperset(args):
             note = shape.note(c.name, shape.unknown(args))
             if (plan.spec.arguments or c.reg.config.arguments) == "strict":
-                raise Stop(f'invalid arguments for tool "{c.name}": {note} '
-                           "(`arguments: strict` refuses undeclared names)")
+                raise Stop(
+                    f'invalid arguments for tool "{c.name}": {note} '
+                    "(`arguments: strict` refuses undeclared names)"
+                )
             c.notes = (note,)
     problems = plan.arguments.problems(args)
     if c.auditing:
@@ -146,9 +150,14 @@ def pre_hooks(c: Call, args: Mapping[str, Any]) -> Mapping[str, Any]:
     if not chain.pre:
         return args
     # "args" is the same decoded dict under the name ai-harness hooks read.
-    pre = chain.run("tool.pre", {"id": c.call_id, "name": c.name, "arguments": args,
-                                 "args": args, "session": c.env.id},
-                    c.reg.runtime, c.context, c.recheck, c.decision if c.auditing else None)
+    pre = chain.run(
+        "tool.pre",
+        {"id": c.call_id, "name": c.name, "arguments": args, "args": args, "session": c.env.id},
+        c.reg.runtime,
+        c.context,
+        c.recheck,
+        c.decision if c.auditing else None,
+    )
     if pre.blocked_by is not None:
         raise Stop(pre.why, pre.blocked_by)
     arguments: Mapping[str, Any] = pre.payload["arguments"]
@@ -176,8 +185,14 @@ def execute(c: Call, plan: ToolPlan, args: Mapping[str, Any]) -> tuple[Any, str 
             error = f'tool "{name}" failed: {type(exc).__name__}: {exc}'
     elif plan.spec.script:
         spec = plan.spec
-        out = c.reg.runtime.run_tool(plan.spec.script, spec.source.path, spec.script_line or 1,
-                                     args, c.context(), plan.timeout_ms)
+        out = c.reg.runtime.run_tool(
+            plan.spec.script,
+            spec.source.path,
+            spec.script_line or 1,
+            args,
+            c.context(),
+            plan.timeout_ms,
+        )
         if out.status == "ok":
             value = out.value
         else:
@@ -189,12 +204,20 @@ def execute(c: Call, plan: ToolPlan, args: Mapping[str, Any]) -> tuple[Any, str 
     elif error is None and plan.result is not None:
         errs = plan.result.problems(value)
         if errs:
-            error = (f'tool "{name}" returned a value that does not match its returns schema: '
-                     + "; ".join(errs))
+            error = (
+                f'tool "{name}" returned a value that does not match its returns schema: '
+                + "; ".join(errs)
+            )
     c.exec_ms = (time.monotonic() - t0) * 1000.0
     if c.auditing:
-        c.env.emit("tool.execute", tool=name, call_id=c.call_id, ok=error is None,
-                   duration_ms=c.exec_ms, error=error)
+        c.env.emit(
+            "tool.execute",
+            tool=name,
+            call_id=c.call_id,
+            ok=error is None,
+            duration_ms=c.exec_ms,
+            error=error,
+        )
     return value, error
 
 
@@ -210,6 +233,7 @@ def _outcome_error(tool: str, out: Outcome, timeout_ms: int, memory_mb: int) -> 
 
 def _await(awaitable: Any) -> Any:
     """Run an async handler's coroutine to completion from this (worker) thread."""
+
     async def wait() -> Any:
         return await awaitable
 
@@ -225,8 +249,9 @@ def _await(awaitable: Any) -> Any:
 # 5. tool.post hooks
 
 
-def post_hooks(c: Call, args: Mapping[str, Any], value: Any,
-               error: str | None) -> tuple[Any, str | None]:
+def post_hooks(
+    c: Call, args: Mapping[str, Any], value: Any, error: str | None
+) -> tuple[Any, str | None]:
     """(value, error) after the tool.post hooks: kept, rewritten, or withheld."""
     chain = c.reg.chain
     name = c.name
@@ -234,15 +259,32 @@ def post_hooks(c: Call, args: Mapping[str, Any], value: Any,
     # "call_id" and "content" (the text the model is given, before the output cap)
     # are the keys ai-harness post-hooks read.
     content = error if is_error else render(value)
-    post = chain.run("tool.post", {"id": c.call_id, "call_id": c.call_id, "name": name,
-                                   "arguments": args, "session": c.env.id, "result": value,
-                                   "content": content, "is_error": is_error,
-                                   "error": error, "duration_ms": c.exec_ms},
-                     c.reg.runtime, c.context, None, c.decision if c.auditing else None)
+    post = chain.run(
+        "tool.post",
+        {
+            "id": c.call_id,
+            "call_id": c.call_id,
+            "name": name,
+            "arguments": args,
+            "session": c.env.id,
+            "result": value,
+            "content": content,
+            "is_error": is_error,
+            "error": error,
+            "duration_ms": c.exec_ms,
+        },
+        c.reg.runtime,
+        c.context,
+        None,
+        c.decision if c.auditing else None,
+    )
     if post.blocked_by is not None:
-        raise Stop(post.reason if post.failed else
-                   f'result withheld by hook "{post.blocked_by}": {post.reason}',
-                   post.blocked_by)
+        raise Stop(
+            post.reason
+            if post.failed
+            else f'result withheld by hook "{post.blocked_by}": {post.reason}',
+            post.blocked_by,
+        )
     value = post.payload.get("result")
     is_error = bool(post.payload.get("is_error"))
     error = post.payload.get("error")
@@ -261,8 +303,9 @@ def post_hooks(c: Call, args: Mapping[str, Any], value: Any,
 # 6. return
 
 
-def finish(c: Call, value: Any = None, error: str | None = None,
-           blocked_by: str | None = None) -> ToolResult:
+def finish(
+    c: Call, value: Any = None, error: str | None = None, blocked_by: str | None = None
+) -> ToolResult:
     """The one place a call's result is built: ``error`` (if any) or the rendered value
     as its text, capped with the full text spilled (output.py); a blocked call carries
     no value. Recorded when the session audits."""
@@ -277,14 +320,30 @@ def finish(c: Call, value: Any = None, error: str | None = None,
     notes = c.notes
     for note in notes:  # after the cap: the model always reads them
         text = (text or "") + f"\n[note: {note}]"
-    result = make_result(c.call_id, c.name, is_error,
-                         None if is_error and blocked_by else value, text or "", error,
-                         (time.monotonic() - c.start) * 1000.0, truncated, blocked_by, ref,
-                         notes)
+    result = make_result(
+        c.call_id,
+        c.name,
+        is_error,
+        None if is_error and blocked_by else value,
+        text or "",
+        error,
+        (time.monotonic() - c.start) * 1000.0,
+        truncated,
+        blocked_by,
+        ref,
+        notes,
+    )
     if c.auditing:
-        c.env.emit("tool.result", tool=c.name, call_id=c.call_id, is_error=result.is_error,
-                   error=result.error, blocked_by=result.blocked_by,
-                   duration_ms=result.duration_ms, text=result.text)
+        c.env.emit(
+            "tool.result",
+            tool=c.name,
+            call_id=c.call_id,
+            is_error=result.is_error,
+            error=result.error,
+            blocked_by=result.blocked_by,
+            duration_ms=result.duration_ms,
+            text=result.text,
+        )
     return result
 
 
@@ -316,8 +375,18 @@ class _CallHost:
 class Call:
     """One call in flight: what the steps share (one object instead of closures)."""
 
-    __slots__ = ("reg", "env", "name", "call_id", "auditing", "start", "ctx", "plan",
-                 "exec_ms", "notes")
+    __slots__ = (
+        "reg",
+        "env",
+        "name",
+        "call_id",
+        "auditing",
+        "start",
+        "ctx",
+        "plan",
+        "exec_ms",
+        "notes",
+    )
 
     def __init__(self, call: ToolCall, reg: Registry, env: CallEnv) -> None:
         self.start = time.monotonic()
@@ -335,19 +404,26 @@ class Call:
         ctx = self.ctx
         if ctx is None:
             env = self.env
-            ctx = self.ctx = make_context(self.reg.config, env.id, self.call_id, self.name,
-                                          env.cache, env.log, _CallHost(env))
+            ctx = self.ctx = make_context(
+                self.reg.config, env.id, self.call_id, self.name, env.cache, env.log, _CallHost(env)
+            )
         return ctx
 
     def decision(self, event: str, hook: str, decision: str, reason: str, ms: float) -> None:
         if self.auditing:
-            self.env.emit("hook.decision", hook_event=event, hook=hook, tool=self.name,
-                          call_id=self.call_id, decision=decision, reason=reason,
-                          duration_ms=ms)
+            self.env.emit(
+                "hook.decision",
+                hook_event=event,
+                hook=hook,
+                tool=self.name,
+                call_id=self.call_id,
+                decision=decision,
+                reason=reason,
+                duration_ms=ms,
+            )
 
     def recheck(self, payload: Mapping[str, Any]) -> str | None:
         errs = self.plan.arguments.problems(payload.get("arguments"))
         if errs:
             return f'modified arguments are invalid for tool "{self.name}": ' + "; ".join(errs)
         return None
-

@@ -37,11 +37,16 @@ class ToolPlan:
 
 def make_plan(spec: ToolSpec, handler: Handler | None, config: Config) -> ToolPlan:
     limit = config.limits.max_timeout_ms
-    timeout = min(spec.timeout_ms, limit) if spec.timeout_ms and limit else (
-        spec.timeout_ms or limit)
-    return ToolPlan(spec=spec, handler=handler, arguments=ArgValidator(spec.input_schema),
-                    result=None if spec.returns is None else ArgValidator(spec.returns),
-                    timeout_ms=timeout)
+    timeout = (
+        min(spec.timeout_ms, limit) if spec.timeout_ms and limit else (spec.timeout_ms or limit)
+    )
+    return ToolPlan(
+        spec=spec,
+        handler=handler,
+        arguments=ArgValidator(spec.input_schema),
+        result=None if spec.returns is None else ArgValidator(spec.returns),
+        timeout_ms=timeout,
+    )
 
 
 def policy_allows(config: Config, name: str) -> bool:
@@ -60,11 +65,26 @@ class Registry:
     """Everything a call needs that is fixed at load time: the plan of every tool that
     resolves as it is (enabled, runnable, allowed by ``tools_policy``)."""
 
-    __slots__ = ("config", "tools", "runtime", "chain", "handlers", "plans", "_allowed",
-                 "_session_plans")
+    __slots__ = (
+        "config",
+        "tools",
+        "runtime",
+        "chain",
+        "handlers",
+        "plans",
+        "_allowed",
+        "_session_plans",
+    )
 
-    def __init__(self, *, config: Config, tools: Mapping[str, ToolSpec], runtime: ScriptRuntime,
-                 chain: HookChain, handlers: Mapping[str, Handler] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        tools: Mapping[str, ToolSpec],
+        runtime: ScriptRuntime,
+        chain: HookChain,
+        handlers: Mapping[str, Handler] | None = None,
+    ) -> None:
         self.config = config
         self.tools = dict(tools)
         self.runtime = runtime
@@ -75,7 +95,8 @@ class Registry:
         self.plans: dict[str, ToolPlan] = {
             name: make_plan(spec, self.handlers.get(name), config)
             for name, spec in self.tools.items()
-            if runnable(spec, self.handlers.get(name)) and self.allowed(name)}
+            if runnable(spec, self.handlers.get(name)) and self.allowed(name)
+        }
 
     def allowed(self, name: str) -> bool:
         ok = self._allowed.get(name)
@@ -92,6 +113,11 @@ class Registry:
 
     def unknown(self, name: str) -> str:
         """The message for a name no tool answers to (SPEC §9 wording)."""
-        return unknown_tool_message(name, (
-            n for n, t in self.tools.items()
-            if t.enabled and t.loading == "always" and self.allowed(n)))
+        return unknown_tool_message(
+            name,
+            (
+                n
+                for n, t in self.tools.items()
+                if t.enabled and t.loading == "always" and self.allowed(n)
+            ),
+        )

@@ -13,8 +13,14 @@ from harness.artifacts.model import Parameter, Source, ToolSpec
 from harness.errors import UsageError
 from harness.plans import Handler
 
-_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
-                            dict: "object", list: "array"}
+_SCALARS: dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    dict: "object",
+    list: "array",
+}
 
 
 def _hint_schema(hint: Any) -> tuple[dict[str, Any], bool]:
@@ -40,12 +46,15 @@ def _hint_schema(hint: Any) -> tuple[dict[str, Any], bool]:
         return {"type": "object"}, False
     if hint in _SCALARS:
         return {"type": _SCALARS[hint]}, False
-    raise UsageError(f"cannot turn type hint {hint!r} into a JSON Schema; use str, int, float, "
-                     "bool, list[...], dict, Literal[...] or Optional[...]")
+    raise UsageError(
+        f"cannot turn type hint {hint!r} into a JSON Schema; use str, int, float, "
+        "bool, list[...], dict, Literal[...] or Optional[...]"
+    )
 
 
-def tool_from_function(func: Callable[..., Any], *, name: str | None = None,
-                       description: str | None = None) -> tuple[ToolSpec, Handler]:
+def tool_from_function(
+    func: Callable[..., Any], *, name: str | None = None, description: str | None = None
+) -> tuple[ToolSpec, Handler]:
     hints = typing.get_type_hints(func)
     sig = inspect.signature(func)
     props: dict[str, Any] = {}
@@ -60,8 +69,14 @@ def tool_from_function(func: Callable[..., Any], *, name: str | None = None,
         if p.default is p.empty and not nullable:
             required.append(pname)
         props[pname] = schema
-        params.append(Parameter(name=pname, type=str(schema.get("type", "")),
-                                required=pname in required, schema=schema))
+        params.append(
+            Parameter(
+                name=pname,
+                type=str(schema.get("type", "")),
+                required=pname in required,
+                schema=schema,
+            )
+        )
     tool_name = name or func.__name__
     doc = description or inspect.getdoc(func) or tool_name
     try:
@@ -69,13 +84,17 @@ def tool_from_function(func: Callable[..., Any], *, name: str | None = None,
     except TypeError:
         source = "<python>"
     takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-    input_schema: dict[str, Any] = {"type": "object", "properties": props,
-                                    "required": required}
+    input_schema: dict[str, Any] = {"type": "object", "properties": props, "required": required}
     if takes_any:
         # **kwargs welcomes other names: they are not "unknown" (harness/arguments.py).
         input_schema["additionalProperties"] = True
-    spec = ToolSpec(name=tool_name, description=doc, parameters=tuple(params),
-                    input_schema=input_schema, source=Source(path=source, layer="python"))
+    spec = ToolSpec(
+        name=tool_name,
+        description=doc,
+        parameters=tuple(params),
+        input_schema=input_schema,
+        source=Source(path=source, layer="python"),
+    )
 
     def handler(args: dict[str, Any]) -> Any:
         # Undeclared keys pass validation (SPEC §9); they reach the function only when

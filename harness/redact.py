@@ -19,24 +19,42 @@ PATTERNS: tuple[tuple[str, str], ...] = (
     ("aws-access-key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
     # A key block (PEM, OpenSSH, PGP), or its start when the text was cut before END.
-    ("private-key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-                    r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"),
+    (
+        "private-key",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    ),
     # "password": "x" in JSON text, also JSON inside a JSON string (\"password\": \"x\").
-    ("password-json", r'(?i)(\\?"(?:' + _PREFIX + r'*(?:password|passwd|passphrase|secret|'
-                      r'api[_-]?key)|' + _PREFIX + r'+pwd)\\?"\s*:\s*\\?")[^"\\]*'),
-    ("token-json", r'(?i)(\\?"(?:(?:access|refresh|auth|bearer|session)[_-]?)?token\\?"'
-                   r'\s*:\s*\\?")[^"\\]*'),
+    (
+        "password-json",
+        r'(?i)(\\?"(?:' + _PREFIX + r"*(?:password|passwd|passphrase|secret|"
+        r"api[_-]?key)|" + _PREFIX + r'+pwd)\\?"\s*:\s*\\?")[^"\\]*',
+    ),
+    (
+        "token-json",
+        r'(?i)(\\?"(?:(?:access|refresh|auth|bearer|session)[_-]?)?token\\?"'
+        r'\s*:\s*\\?")[^"\\]*',
+    ),
     ("pwd-json", r'(?i)(\\?"pwd\\?"\s*:\s*\\?")[^"\\/~$][^"\\]*'),
     # password=x, DB_PASSWORD="x", export PASSWORD='x', MYSQL_PWD=x, mysql.pwd: x
-    ("password", r"(?i)\b(" + _PREFIX + r"*(?:password|passwd|passphrase)|" + _PREFIX
-                 + r"+pwd)[ \t]*[=:][ \t]*" + _VALUE),
+    (
+        "password",
+        r"(?i)\b("
+        + _PREFIX
+        + r"*(?:password|passwd|passphrase)|"
+        + _PREFIX
+        + r"+pwd)[ \t]*[=:][ \t]*"
+        + _VALUE,
+    ),
     # A bare pwd only as pwd=x, and not a path: "PWD=/src", "pwd: command not found".
     ("pwd", r"(?i)\b(pwd)[ \t]*=[ \t]*" + _NOT_A_PATH),
 )
 # Object keys whose string values are secrets wherever they appear (a bare "pwd" only
 # when the value is not a path).
-SECRET_KEYS = re.compile(r"(?i)^(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|secret|"
-                         r"api[_-]?key|token|access[_-]?token)$|^(?:[a-z0-9]+[_.-])+pwd$")
+SECRET_KEYS = re.compile(
+    r"(?i)^(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|secret|"
+    r"api[_-]?key|token|access[_-]?token)$|^(?:[a-z0-9]+[_.-])+pwd$"
+)
 PWD_KEY = re.compile(r"(?i)^pwd$")
 _COMPILED = [(name, re.compile(rx)) for name, rx in PATTERNS]
 MASK = "[REDACTED]"

@@ -126,7 +126,12 @@ class ToolIndex:
             if lowered == name.lower():
                 score += 10.0  # the exact name always wins
             if score > 0:
-                hits.append(Hit(name=name, score=round(score, 4),
-                                description=summary(self._tools[name].description)))
+                hits.append(
+                    Hit(
+                        name=name,
+                        score=round(score, 4),
+                        description=summary(self._tools[name].description),
+                    )
+                )
         hits.sort(key=lambda h: (-h.score, h.name))
         return hits[:limit]

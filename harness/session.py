@@ -55,8 +55,9 @@ class Session:
         self.turns = 0
         self._emit_depth = threading.local()
         self._audit = harness.audit
-        self.auditing = self._audit is not None or logging.getLogger(
-            "harness.audit").isEnabledFor(logging.DEBUG)
+        self.auditing = self._audit is not None or logging.getLogger("harness.audit").isEnabledFor(
+            logging.DEBUG
+        )
         self._spills: dict[str, Path] = {}
         self._spill_dir = harness.root / ".harness" / "state" / "spill" / self.id
         self._extra: dict[str, tuple[ToolSpec, Handler | None]] = {}
@@ -83,18 +84,25 @@ class Session:
         if not chain.for_event(event):
             # No hook handles it: the outcome of an empty chain (never None).
             return ChainOutcome(payload=full)
-        out = chain.run(event, full, self.harness.runtime,
-                        self._pad_ctx(self.turn_pad or Scratchpad()))
+        out = chain.run(
+            event, full, self.harness.runtime, self._pad_ctx(self.turn_pad or Scratchpad())
+        )
         if out.blocked_by is not None:
-            self.emit("hook.decision", hook_event=event, hook=out.blocked_by,
-                      decision="block", reason=out.reason)
+            self.emit(
+                "hook.decision",
+                hook_event=event,
+                hook=out.blocked_by,
+                decision="block",
+                reason=out.reason,
+            )
         return out
 
     # -- CallEnv -----------------------------------------------------------------
 
     def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None:
         lvl = {"info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}.get(
-            level, logging.INFO)
+            level, logging.INFO
+        )
         _log.log(lvl, "%s %s", message, dict(fields) if fields else "")
         if self._audit is not None:
             self._audit.write(self.id, "log", {**fields, "level": level, "message": message})
@@ -160,13 +168,23 @@ class Session:
         self._emit_depth.n = depth + 1
         try:
             # Like meta.tool_register: the host runtime, never the caller's worker.
-            out = chain.run(event, {**payload, "session": self.id}, self.harness.host_runtime,
-                            self._pad_ctx(self.turn_pad or Scratchpad()))
+            out = chain.run(
+                event,
+                {**payload, "session": self.id},
+                self.harness.host_runtime,
+                self._pad_ctx(self.turn_pad or Scratchpad()),
+            )
         finally:
             self._emit_depth.n = depth
         if out.blocked_by is not None:
-            self.emit("hook.decision", hook_event=event, hook=out.blocked_by,
-                      decision="block", reason=out.reason, by=p.get("by"))
+            self.emit(
+                "hook.decision",
+                hook_event=event,
+                hook=out.blocked_by,
+                decision="block",
+                reason=out.reason,
+                by=p.get("by"),
+            )
             raise BuiltinError(f"emit: {event} {out.why}")
         result = {k: v for k, v in out.payload.items() if k != "session"}
         if wrapped and set(result) == {"value"}:
@@ -174,20 +192,34 @@ class Session:
         return result if (result or value is not None) else None
 
     def _hook_ctx(self, hook: Any) -> CallContext:
-        return CallContext(config=self.harness.config, session_id=self.id, tool=hook.name,
-                           kind="hook", cache=self.cache, log=self.log)
+        return CallContext(
+            config=self.harness.config,
+            session_id=self.id,
+            tool=hook.name,
+            kind="hook",
+            cache=self.cache,
+            log=self.log,
+        )
 
     def _pad_ctx(self, pad: Scratchpad) -> Callable[[Any], CallContext]:
         """Contexts for hooks fired by the session: ``ctx`` is ``pad``; no emit."""
+
         def host(method: str, payload: Mapping[str, Any]) -> Any:
             if method.startswith(("metrics.", "ctx.")):
                 return serve_state(method, payload, self.metrics, pad)
             raise BuiltinError(f"{method} is not available in hooks of session events")
 
         def make(hook: Any) -> CallContext:
-            return CallContext(config=self.harness.config, session_id=self.id,
-                               tool=hook.name, kind="hook", cache=self.cache, log=self.log,
-                               host=host)
+            return CallContext(
+                config=self.harness.config,
+                session_id=self.id,
+                tool=hook.name,
+                kind="hook",
+                cache=self.cache,
+                log=self.log,
+                host=host,
+            )
+
         return make
 
     @property
@@ -231,15 +263,14 @@ class Session:
         if path is None:
             known = ", ".join(sorted(self._spills)) or "none in this session"
             return {"error": f'unknown output ref "{ref}"; known refs: {known}'}
-        return read_page(path.read_bytes(), ref, args,
-                         self.harness.config.limits.max_output_bytes)
+        return read_page(path.read_bytes(), ref, args, self.harness.config.limits.max_output_bytes)
 
     # -- calls -------------------------------------------------------------------
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None = None, *,
-             id: str | None = None) -> ToolResult:
-        call = make_call(name, {} if arguments is None else arguments,
-                         id or f"call-{next(_ids)}")
+    def call(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, id: str | None = None
+    ) -> ToolResult:
+        call = make_call(name, {} if arguments is None else arguments, id or f"call-{next(_ids)}")
         return run_call(call, self.harness.registry, self)
 
     def call_tool(self, call: ToolCall) -> ToolResult:
@@ -247,8 +278,9 @@ class Session:
             call = replace(call, id=f"call-{next(_ids)}")
         return run_call(call, self.harness.registry, self)
 
-    async def acall(self, name: str, arguments: Mapping[str, Any] | None = None, *,
-                    id: str | None = None) -> ToolResult:
+    async def acall(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, id: str | None = None
+    ) -> ToolResult:
         return await asyncio.to_thread(self.call, name, arguments, id=id)
 
     def _executor(self) -> ThreadPoolExecutor:
@@ -256,7 +288,8 @@ class Session:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(
                     max_workers=self.harness.config.limits.max_concurrency,
-                    thread_name_prefix=f"harness-{self.id}")
+                    thread_name_prefix=f"harness-{self.id}",
+                )
             return self._pool
 
     def call_many(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
@@ -268,8 +301,9 @@ class Session:
     async def acall_many(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         loop = asyncio.get_running_loop()
         pool = self._executor()
-        return list(await asyncio.gather(
-            *(loop.run_in_executor(pool, self.call_tool, c) for c in calls)))
+        return list(
+            await asyncio.gather(*(loop.run_in_executor(pool, self.call_tool, c) for c in calls))
+        )
 
     def end(self) -> None:
         """Run the session.end hooks and record the end (once); close() calls it."""

@@ -26,22 +26,40 @@ READ_OUTPUT_DESCRIPTION = (
 def read_output_spec() -> ToolSpec:
     """The built-in ``read_output`` tool (its handler is the session's)."""
     return ToolSpec(
-        name="read_output", description=READ_OUTPUT_DESCRIPTION,
+        name="read_output",
+        description=READ_OUTPUT_DESCRIPTION,
         parameters=(
-            Parameter(name="ref", type="string", required=True,
-                      schema={"type": "string", "description": "reference from the notice"}),
-            Parameter(name="offset", type="integer",
-                      schema={"type": "integer", "minimum": 0, "default": 0}),
-            Parameter(name="limit", type="integer",
-                      schema={"type": "integer", "minimum": 1}),
+            Parameter(
+                name="ref",
+                type="string",
+                required=True,
+                schema={"type": "string", "description": "reference from the notice"},
+            ),
+            Parameter(
+                name="offset",
+                type="integer",
+                schema={"type": "integer", "minimum": 0, "default": 0},
+            ),
+            Parameter(name="limit", type="integer", schema={"type": "integer", "minimum": 1}),
         ),
-        input_schema={"type": "object", "properties": {
-            "ref": {"type": "string", "description": "reference from the truncation notice"},
-            "offset": {"type": "integer", "minimum": 0, "default": 0,
-                       "description": "byte offset to start at"},
-            "limit": {"type": "integer", "minimum": 1,
-                      "description": "bytes to return (default: max_output_bytes)"}},
-            "required": ["ref"]},
+        input_schema={
+            "type": "object",
+            "properties": {
+                "ref": {"type": "string", "description": "reference from the truncation notice"},
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "default": 0,
+                    "description": "byte offset to start at",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "bytes to return (default: max_output_bytes)",
+                },
+            },
+            "required": ["ref"],
+        },
         annotations={"read_only": True, "idempotent": True},
         loading="always",
         source=Source(path="<builtin>", layer="builtin"),
@@ -54,36 +72,53 @@ def register_meta_tool(self: Any, p: Mapping[str, Any]) -> dict[str, Any]:
     limit = self.harness.config.meta.max_tools
     with self._lock:
         if name in self.harness.defined_tools or name in self._extra:
-            raise BuiltinError(f'meta.tool_register: tool "{name}" already exists; a '
-                               "registered tool can never replace another tool")
+            raise BuiltinError(
+                f'meta.tool_register: tool "{name}" already exists; a '
+                "registered tool can never replace another tool"
+            )
         _refuse_export_clash(self, name)
         count = sum(1 for spec, _ in self._extra.values() if spec.source.layer == "meta")
         if count >= limit:
-            raise BuiltinError(f"meta.tool_register: this session already registered "
-                               f"{count} tools; the limit is meta.max_tools = {limit}")
+            raise BuiltinError(
+                f"meta.tool_register: this session already registered "
+                f"{count} tools; the limit is meta.max_tools = {limit}"
+            )
     too_large = script_too_large(str(p["script"]))
     if too_large is not None:
         raise BuiltinError(too_large)
-    spec, errors = build_meta_tool(name, str(p.get("description") or ""),
-                                   p.get("parameters") or {}, str(p["script"]))
+    spec, errors = build_meta_tool(
+        name, str(p.get("description") or ""), p.get("parameters") or {}, str(p["script"])
+    )
     if errors:
-        raise BuiltinError(f'meta.tool_register: tool "{name}" is invalid: '
-                           + "; ".join(errors))
+        raise BuiltinError(f'meta.tool_register: tool "{name}" is invalid: ' + "; ".join(errors))
     chain = self.harness.hook_chain
     if chain.for_event("meta.tool_register"):
         # Registration hooks run on the harness's host runtime: same limits as any
         # hook, and no deadlock when the calling script holds the only worker.
-        out = chain.run("meta.tool_register",
-                        {"name": name, "description": spec.description,
-                         "parameters": dict(p.get("parameters") or {}),
-                         "script": spec.script, "by": p.get("by"), "session": self.id,
-                         "replace": False},
-                        self.harness.host_runtime, self._hook_ctx)
+        out = chain.run(
+            "meta.tool_register",
+            {
+                "name": name,
+                "description": spec.description,
+                "parameters": dict(p.get("parameters") or {}),
+                "script": spec.script,
+                "by": p.get("by"),
+                "session": self.id,
+                "replace": False,
+            },
+            self.harness.host_runtime,
+            self._hook_ctx,
+        )
         if out.blocked_by is not None:
-            self.emit("hook.decision", hook_event="meta.tool_register",
-                      hook=out.blocked_by, tool=name, decision="block", reason=out.reason)
-            raise BuiltinError(f'meta.tool_register: tool "{name}" was not registered: '
-                               + out.why)
+            self.emit(
+                "hook.decision",
+                hook_event="meta.tool_register",
+                hook=out.blocked_by,
+                tool=name,
+                decision="block",
+                reason=out.reason,
+            )
+            raise BuiltinError(f'meta.tool_register: tool "{name}" was not registered: ' + out.why)
     with self._lock:
         if name in self._extra:
             raise BuiltinError(f'meta.tool_register: tool "{name}" already exists')
@@ -101,7 +136,8 @@ def _refuse_export_clash(self: Any, name: str) -> None:
         if other != name and other.replace(".", "_") == exported:
             raise BuiltinError(
                 f'meta.tool_register: tool "{name}" would export as "{exported}", like the '
-                f'existing tool "{other}" (providers see "." as "_"); choose another name')
+                f'existing tool "{other}" (providers see "." as "_"); choose another name'
+            )
 
 
 # -- tool_search (SPEC §11) -------------------------------------------------------------
@@ -123,20 +159,30 @@ def tool_search_spec() -> ToolSpec:
     query_text = "What you want to do, in a few words."
     limit_text = f"Maximum number of tools to return (default {DEFAULT_LIMIT})."
     query_schema: dict[str, Any] = {"type": "string", "minLength": 1, "description": query_text}
-    limit_schema: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT,
-                                    "description": limit_text}
+    limit_schema: dict[str, Any] = {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": MAX_SEARCH_LIMIT,
+        "description": limit_text,
+    }
     return ToolSpec(
         name=TOOL_SEARCH,
         description=SEARCH_DESCRIPTION,
         parameters=(
-            Parameter(name="query", type="string", required=True, schema=query_schema,
-                      description=query_text),
-            Parameter(name="limit", type="integer", schema=limit_schema,
-                      description=limit_text),
+            Parameter(
+                name="query",
+                type="string",
+                required=True,
+                schema=query_schema,
+                description=query_text,
+            ),
+            Parameter(name="limit", type="integer", schema=limit_schema, description=limit_text),
         ),
-        input_schema={"type": "object", "properties": {"query": query_schema,
-                                                       "limit": limit_schema},
-                      "required": ["query"]},
+        input_schema={
+            "type": "object",
+            "properties": {"query": query_schema, "limit": limit_schema},
+            "required": ["query"],
+        },
         returns={
             "type": "object",
             "properties": {
@@ -145,17 +191,24 @@ def tool_search_spec() -> ToolSpec:
                     "type": "array",
                     "items": {
                         "type": "object",
-                        "properties": {"name": {"type": "string"},
-                                       "description": {"type": "string"},
-                                       "score": {"type": "number"}},
+                        "properties": {
+                            "name": {"type": "string"},
+                            "description": {"type": "string"},
+                            "score": {"type": "number"},
+                        },
                         "required": ["name", "description", "score"],
                     },
                 },
             },
             "required": ["query", "tools"],
         },
-        annotations={"title": "Search tools", "read_only": True, "destructive": False,
-                     "idempotent": True, "open_world": False},
+        annotations={
+            "title": "Search tools",
+            "read_only": True,
+            "destructive": False,
+            "idempotent": True,
+            "open_world": False,
+        },
         source=Source(path="<builtin>", layer="builtin"),
     )
 
@@ -165,18 +218,21 @@ def run_search(index: ToolIndex, args: Mapping[str, Any]) -> dict[str, Any]:
     query = str(args.get("query", ""))
     limit = int(args.get("limit") or DEFAULT_LIMIT)
     hits = index.search(query, max(1, min(limit, MAX_SEARCH_LIMIT)))
-    return {"query": query,
-            "tools": [{"name": h.name, "description": h.description, "score": h.score}
-                      for h in hits]}
+    return {
+        "query": query,
+        "tools": [{"name": h.name, "description": h.description, "score": h.score} for h in hits],
+    }
 
 
 def deferred_tools(harness: Any) -> dict[str, ToolSpec]:
     """Deferred tools a session may surface: enabled, allowed by ``tools_policy``
     (never starts an upstream server)."""
     config = harness.config
-    return {n: t for n, t in harness.loaded_tools.items()
-            if t.loading == "deferred" and t.enabled and n != "read_output"
-            and policy_allows(config, n)}
+    return {
+        n: t
+        for n, t in harness.loaded_tools.items()
+        if t.loading == "deferred" and t.enabled and n != "read_output" and policy_allows(config, n)
+    }
 
 
 class ToolSearch:

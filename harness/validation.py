@@ -71,11 +71,15 @@ def check_project(root: Path | None = None, *, strict: bool = False) -> Project:
     with _no_gc():
         analysed, last_run = _analyse_files(root)
         loaded = load(root, {rel: a.prepared for rel, a in analysed.items()})
-        done = {id(a.prepared.entry): a.checks for a in analysed.values()
-                if a.prepared.entry is not None}
+        done = {
+            id(a.prepared.entry): a.checks
+            for a in analysed.values()
+            if a.prepared.entry is not None
+        }
         project = loaded.project
         items: list[tuple[Entry, ToolSpec | HookSpec]] = [
-            (loaded.tool_entries[name], spec) for name, spec in project.tools.items()]
+            (loaded.tool_entries[name], spec) for name, spec in project.tools.items()
+        ]
         items.extend((loaded.hook_entries[hook.name], hook) for hook in project.hooks)
         todo = [item for item in items if id(item[0]) not in done]
         for (entry, _spec), found in zip(todo, run_checks(todo), strict=True):
@@ -84,8 +88,10 @@ def check_project(root: Path | None = None, *, strict: bool = False) -> Project:
         for entry, _spec in items:
             problems.extend(done[id(entry)])
         if strict:
-            problems = [replace(p, severity="error") if p.code in checks.UNKNOWN_KEY_CODES
-                        else p for p in problems]
+            problems = [
+                replace(p, severity="error") if p.code in checks.UNKNOWN_KEY_CODES else p
+                for p in problems
+            ]
         problems.sort(key=lambda p: (p.path, p.line, p.column, p.code))
         # Drop the entries and file results before the collector runs again: it then
         # only has the project to look at.
@@ -103,12 +109,20 @@ def _unreachable_keys(entry: Entry, spec: HookSpec) -> list[Problem]:
     lines = spec.script.split("\n")
     found = []
     for key in sorted(set(keys) - set(provided or ())):
-        at = next((i for i, text in enumerate(lines)
-                   if f'"{key}"' in text or f"'{key}'" in text), 0)
-        found.append(Finding(1 + at, 1, "payload-key-unknown",
-                             f'reads payload key "{key}", which {spec.event} payloads never '
-                             f"carry, so it is always missing; they carry: "
-                             f"{', '.join(provided or ())}", "warning"))
+        at = next(
+            (i for i, text in enumerate(lines) if f'"{key}"' in text or f"'{key}'" in text), 0
+        )
+        found.append(
+            Finding(
+                1 + at,
+                1,
+                "payload-key-unknown",
+                f'reads payload key "{key}", which {spec.event} payloads never '
+                f"carry, so it is always missing; they carry: "
+                f"{', '.join(provided or ())}",
+                "warning",
+            )
+        )
     return located(found, entry.path, spec.script_line, spec.script_column, entry.label)
 
 
@@ -127,16 +141,40 @@ def run_checks(items: Sequence[tuple[Entry, ToolSpec | HookSpec]]) -> list[list[
     for out, (entry, spec) in zip(found, items, strict=True):
         if isinstance(spec, ToolSpec):
             if spec.script is not None:
-                out.extend(check_script(spec.script, entry.path, spec.script_line, "tool",
-                                        first_column=spec.script_column, owner=entry.label))
+                out.extend(
+                    check_script(
+                        spec.script,
+                        entry.path,
+                        spec.script_line,
+                        "tool",
+                        first_column=spec.script_column,
+                        owner=entry.label,
+                    )
+                )
             continue
         if spec.script:
-            out.extend(check_script(spec.script, entry.path, spec.script_line, "hook",
-                                    first_column=spec.script_column, owner=entry.label))
+            out.extend(
+                check_script(
+                    spec.script,
+                    entry.path,
+                    spec.script_line,
+                    "hook",
+                    first_column=spec.script_column,
+                    owner=entry.label,
+                )
+            )
             out.extend(_unreachable_keys(entry, spec))
         if spec.when is not None:
-            out.extend(check_script(spec.when, entry.path, spec.when_line, "when",
-                                    first_column=spec.when_column, owner=entry.label))
+            out.extend(
+                check_script(
+                    spec.when,
+                    entry.path,
+                    spec.when_line,
+                    "when",
+                    first_column=spec.when_column,
+                    owner=entry.label,
+                )
+            )
     return found
 
 
@@ -180,12 +218,12 @@ def _analyse_files(root: Path) -> tuple[dict[str, Analysed], ParallelRun]:
     import jsonschema_rs  # noqa: F401
 
     size = max(CHUNK_FILES, -(-len(jobs) // MAX_CHUNKS))
-    chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+    chunks = [jobs[i : i + size] for i in range(0, len(jobs), size)]
     queue_r, queue_w = os.pipe()
     queued = memoryview(b"".join(i.to_bytes(4, "little") for i in range(len(chunks))))
     try:  # at most MAX_CHUNKS * 4 bytes: fits the pipe before anybody reads
         while queued:
-            queued = queued[os.write(queue_w, queued):]
+            queued = queued[os.write(queue_w, queued) :]
     finally:
         os.close(queue_w)
     children: list[_Child] = []
@@ -198,6 +236,7 @@ def _analyse_files(root: Path) -> tuple[dict[str, Analysed], ParallelRun]:
         import pickle  # noqa: F401
 
         import harness.config  # noqa: F401
+
         for index in _claims(queue_r):
             results.update(analyse(chunks[index]))
             own.add(index)
@@ -208,8 +247,11 @@ def _analyse_files(root: Path) -> tuple[dict[str, Analysed], ParallelRun]:
             for part in child.parts.values():
                 results.update(part)
         # Chunks taken by a child that died before sending them.
-        missing = [i for i in range(len(chunks))
-                   if i not in own and not any(i in child.parts for child in children)]
+        missing = [
+            i
+            for i in range(len(chunks))
+            if i not in own and not any(i in child.parts for child in children)
+        ]
         for index in missing:
             results.update(analyse(chunks[index]))
             own.add(index)
@@ -278,8 +320,10 @@ class _Child:
                 os.close(read_fd)
                 with open(write_fd, "wb") as out:
                     for index in _claims(queue):
-                        data = pickle.dumps((index, _encode(analyse(chunks[index]))),
-                                            protocol=pickle.HIGHEST_PROTOCOL)
+                        data = pickle.dumps(
+                            (index, _encode(analyse(chunks[index]))),
+                            protocol=pickle.HIGHEST_PROTOCOL,
+                        )
                         out.write(len(data).to_bytes(8, "little"))
                         out.write(data)
                         out.flush()
@@ -318,18 +362,21 @@ class _Child:
         buffer = self.buffer
         start = 0
         while len(buffer) - start >= 8:
-            size = int.from_bytes(buffer[start:start + 8], "little")
+            size = int.from_bytes(buffer[start : start + 8], "little")
             if len(buffer) - start - 8 < size:
                 break
-            frame = bytes(buffer[start + 8:start + 8 + size])
+            frame = bytes(buffer[start + 8 : start + 8 + size])
             start += 8 + size
             try:
                 index, wire = pickle.loads(frame)
                 part = _decode(wire)
             except Exception:  # noqa: BLE001 - a broken result is redone, never trusted
                 continue
-            if (isinstance(index, int) and 0 <= index < len(self.chunks)
-                    and [rel for rel, _ in part] == [job[0] for job in self.chunks[index]]):
+            if (
+                isinstance(index, int)
+                and 0 <= index < len(self.chunks)
+                and [rel for rel, _ in part] == [job[0] for job in self.chunks[index]]
+            ):
                 self.parts[index] = part
         del buffer[:start]
 
@@ -352,9 +399,14 @@ class _Child:
 # problems, check problems). An entry has no key positions (``lines``) by then: what reads
 # them (field checks, spec building, checks) has run, and layering only needs the name,
 # path and line of a file artifact.
-Wire = tuple[str, tuple[Problem, ...],
-             tuple[str, str, Mapping[str, Any], str, str, str | None, int] | None,
-             ToolSpec | HookSpec | None, tuple[Problem, ...], tuple[Problem, ...]]
+Wire = tuple[
+    str,
+    tuple[Problem, ...],
+    tuple[str, str, Mapping[str, Any], str, str, str | None, int] | None,
+    ToolSpec | HookSpec | None,
+    tuple[Problem, ...],
+    tuple[Problem, ...],
+]
 
 
 def _encode(results: list[tuple[str, Analysed]]) -> list[Wire]:
@@ -372,8 +424,17 @@ def _decode(wire: list[Wire]) -> list[tuple[str, Analysed]]:
         entry = None
         if fields is not None:
             kind, name, data, path, layer, body, line = fields
-            entry = Entry(kind=kind, name=name, data=data, lines=KeyLines(), base=(),
-                          path=path, layer=layer, body=body, line=line)
+            entry = Entry(
+                kind=kind,
+                name=name,
+                data=data,
+                lines=KeyLines(),
+                base=(),
+                path=path,
+                layer=layer,
+                body=body,
+                line=line,
+            )
         prep = Prepared(problems=problems, entry=entry, spec=spec, spec_problems=spec_problems)
         out.append((rel, Analysed(prepared=prep, checks=found)))
     return out

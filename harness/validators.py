@@ -12,8 +12,10 @@ from typing import Any
 from harness.arguments import ArgumentShape, json_message, required_name, shape_for
 from harness.artifacts.problems import json_path
 
-TOO_DEEP = ("$: the value nests too deeply to be checked against the schema; send "
-            "flatter lists and objects (a few hundred levels at most)")
+TOO_DEEP = (
+    "$: the value nests too deeply to be checked against the schema; send "
+    "flatter lists and objects (a few hundred levels at most)"
+)
 
 
 class ArgValidator:
@@ -38,8 +40,7 @@ class ArgValidator:
 
             try:
                 # Never fetch a remote $ref at call time (validate refuses them too).
-                self._fast = jsonschema_rs.validator_for(dict(self.schema),
-                                                         retriever=_no_fetch)
+                self._fast = jsonschema_rs.validator_for(dict(self.schema), retriever=_no_fetch)
             except Exception as exc:  # noqa: BLE001 - a broken schema is a result, not a crash
                 return [f"$: the tool's schema cannot be compiled ({exc}); run harness validate"]
         if self._fast.is_valid(instance):
@@ -50,8 +51,10 @@ class ArgValidator:
             return [TOO_DEEP]
         except Exception:  # noqa: BLE001 - e.g. an ECMA-only pattern Python's re rejects
             try:
-                found = [(json_path(e.instance_path), e.message)
-                         for e in self._fast.iter_errors(instance)]
+                found = [
+                    (json_path(e.instance_path), e.message)
+                    for e in self._fast.iter_errors(instance)
+                ]
             except ValueError:  # "Recursion limit reached" on deep nesting
                 return [TOO_DEEP]
         return [f"{p}: {m}" for p, m in sorted(found)] or ["arguments do not match the schema"]

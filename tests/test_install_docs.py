@@ -31,8 +31,11 @@ def test_readme_getting_started_and_ci_give_the_same_install_line() -> None:
 def test_no_doc_installs_the_unrelated_harness_distribution() -> None:
     # "harness" on the package index is someone else's project.
     bad = re.compile(r"pip install +(?:-U +)?['\"]?harness(?:\[|['\"]|\s|$)")
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
-                 *sorted((ROOT / "harness").rglob("*.py"))]:
+    for path in [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+        *sorted((ROOT / "harness").rglob("*.py")),
+    ]:
         text = path.read_text(encoding="utf-8")
         assert not bad.search(text), (path, bad.search(text))
 

@@ -53,8 +53,9 @@ class AnthropicAdapter:
     def start(self, prompt: str) -> list[dict[str, Any]]:
         return [{"role": "user", "content": prompt}]
 
-    def body(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
-             ) -> dict[str, Any]:
+    def body(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.settings.name,
             "max_tokens": self.settings.max_tokens,
@@ -93,8 +94,7 @@ class AnthropicAdapter:
             elif kind == "content_block_delta":
                 index = int(data.get("index", 0))
                 block = blocks.setdefault(index, {"type": "text", "text": ""})
-                self._apply(block, partial.setdefault(index, []), data.get("delta") or {},
-                            on_text)
+                self._apply(block, partial.setdefault(index, []), data.get("delta") or {}, on_text)
             elif kind == "message_delta":
                 stop = (data.get("delta") or {}).get("stop_reason") or stop
                 usage.update(data.get("usage") or {})
@@ -111,8 +111,9 @@ class AnthropicAdapter:
         return self._turn([blocks[i] for i in sorted(blocks)], stop, usage)
 
     @staticmethod
-    def _apply(block: dict[str, Any], partial: list[str], delta: Mapping[str, Any],
-               on_text: TextSink) -> None:
+    def _apply(
+        block: dict[str, Any], partial: list[str], delta: Mapping[str, Any], on_text: TextSink
+    ) -> None:
         kind = delta.get("type")
         if kind == "text_delta":
             piece = str(delta.get("text", ""))
@@ -129,9 +130,7 @@ class AnthropicAdapter:
     def read_json(self, data: Any, on_text: TextSink) -> Turn:
         content = data.get("content") if isinstance(data, Mapping) else None
         if not isinstance(content, list):
-            raise ProviderError(
-                f"anthropic response has no content list: {json.dumps(data)[:200]}"
-            )
+            raise ProviderError(f"anthropic response has no content list: {json.dumps(data)[:200]}")
         blocks = [dict(b) for b in content if isinstance(b, Mapping)]
         for block in blocks:
             if block.get("type") == "text" and block.get("text"):
@@ -139,8 +138,7 @@ class AnthropicAdapter:
         usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
         return self._turn(blocks, data.get("stop_reason"), dict(usage or {}))
 
-    def _turn(self, blocks: list[dict[str, Any]], stop: str | None,
-              usage: dict[str, Any]) -> Turn:
+    def _turn(self, blocks: list[dict[str, Any]], stop: str | None, usage: dict[str, Any]) -> Turn:
         text: list[str] = []
         calls: list[ModelCall] = []
         content: list[dict[str, Any]] = []
@@ -159,22 +157,43 @@ class AnthropicAdapter:
                 arguments, error = parse_arguments(raw, name)
                 if not name:
                     arguments, error = None, "tool call has no name"
-                calls.append(ModelCall(id=str(block.get("id", "")), name=name,
-                                       raw_arguments=raw, arguments=arguments, error=error))
+                calls.append(
+                    ModelCall(
+                        id=str(block.get("id", "")),
+                        name=name,
+                        raw_arguments=raw,
+                        arguments=arguments,
+                        error=error,
+                    )
+                )
                 # The API wants an object back as input even when the model's was broken.
-                content.append({"type": "tool_use", "id": block.get("id", ""), "name": name,
-                                "input": arguments if arguments is not None else {}})
+                content.append(
+                    {
+                        "type": "tool_use",
+                        "id": block.get("id", ""),
+                        "name": name,
+                        "input": arguments if arguments is not None else {},
+                    }
+                )
             elif kind in ("thinking", "redacted_thinking"):
                 content.append(block)  # must be sent back unchanged with tool results
         message = {"role": "assistant", "content": content}
-        return Turn(text="".join(text), calls=tuple(calls), stop_reason=stop, message=message,
-                    usage=usage or None)
+        return Turn(
+            text="".join(text),
+            calls=tuple(calls),
+            stop_reason=stop,
+            message=message,
+            usage=usage or None,
+        )
 
     def results(self, turn: Turn, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
         for call, result in zip(turn.calls, results, strict=True):
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id,
-                                     "is_error": result.is_error}
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": call.id,
+                "is_error": result.is_error,
+            }
             text = result_text(result)
             if text:
                 block["content"] = text

@@ -28,8 +28,11 @@ DEFAULT_BASE_URLS = {
     # GitHub Copilot's OpenAI-compatible endpoint (ai-harness's default provider).
     "copilot": "https://api.githubcopilot.com",
 }
-DEFAULT_KEY_ENVS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
-                    "copilot": "GITHUB_TOKEN"}
+DEFAULT_KEY_ENVS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "copilot": "GITHUB_TOKEN",
+}
 EXCERPT_CHARS = 500
 
 
@@ -107,8 +110,9 @@ class Adapter(Protocol):
 
     def start(self, prompt: str) -> list[dict[str, Any]]: ...
 
-    def body(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
-             ) -> dict[str, Any]: ...
+    def body(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]: ...
 
     def read_stream(self, events: Iterator[Event], on_text: TextSink) -> Turn: ...
 

@@ -41,8 +41,10 @@ def _calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
 
 
 def _results(results: Sequence[ToolResult]) -> list[dict[str, Any]]:
-    return [{"call_id": r.call_id, "name": r.name, "content": r.text, "is_error": r.is_error}
-            for r in results]
+    return [
+        {"call_id": r.call_id, "name": r.name, "content": r.text, "is_error": r.is_error}
+        for r in results
+    ]
 
 
 class LoopHooks:
@@ -76,64 +78,109 @@ class LoopHooks:
         got = self._checked("turn.start", {"message": prompt, "turn": self.turn})
         message = got.get("message", prompt)
         if not isinstance(message, str):
-            raise HookBlockedError("agent loop stopped: a turn.start hook set message to "
-                                   f"{type(message).__name__}; it must be a string")
+            raise HookBlockedError(
+                "agent loop stopped: a turn.start hook set message to "
+                f"{type(message).__name__}; it must be a string"
+            )
         return message
 
-    def completion_pre(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                       rounds: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def completion_pre(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], rounds: int
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         if self._fire is None:
             return messages, tools
-        got = self._checked("completion.pre", {"model": self.model, "messages": messages,
-                                                "tools": tools, "round": rounds + 1})
+        got = self._checked(
+            "completion.pre",
+            {"model": self.model, "messages": messages, "tools": tools, "round": rounds + 1},
+        )
         new_messages, new_tools = got.get("messages", messages), got.get("tools", tools)
         for key, value in (("messages", new_messages), ("tools", new_tools)):
             if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-                raise HookBlockedError(f"agent loop stopped: a completion.pre hook set {key} "
-                                       "to something other than a list of objects")
+                raise HookBlockedError(
+                    f"agent loop stopped: a completion.pre hook set {key} "
+                    "to something other than a list of objects"
+                )
         return new_messages, new_tools
 
     def completion_post(self, turn: Turn, rounds: int) -> None:
         if self._fire is None:
             return
-        self._checked("completion.post", {
-            "model": self.model, "round": rounds + 1, "text": turn.text,
-            "tool_calls": [{"id": c.id, "name": c.name,
-                            "arguments": c.arguments if c.arguments is not None
-                            else c.raw_arguments} for c in turn.calls],
-            "finish_reason": turn.stop_reason, "usage": turn.usage})
+        self._checked(
+            "completion.post",
+            {
+                "model": self.model,
+                "round": rounds + 1,
+                "text": turn.text,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "name": c.name,
+                        "arguments": c.arguments if c.arguments is not None else c.raw_arguments,
+                    }
+                    for c in turn.calls
+                ],
+                "finish_reason": turn.stop_reason,
+                "usage": turn.usage,
+            },
+        )
 
-    def agent_stop(self, turn: Turn, rounds: int, calls: Sequence[ToolCall],
-                   results: Sequence[ToolResult]) -> str | None:
+    def agent_stop(
+        self, turn: Turn, rounds: int, calls: Sequence[ToolCall], results: Sequence[ToolResult]
+    ) -> str | None:
         """None to accept the final answer, else the reason to go on with."""
-        out = self._run("agent.stop", {
-            "response": turn.text, "finish_reason": turn.stop_reason, "iteration": rounds + 1,
-            "tool_calls": _calls(calls), "tool_results": _results(results),
-            "usage": turn.usage, "turn": self.turn})
+        out = self._run(
+            "agent.stop",
+            {
+                "response": turn.text,
+                "finish_reason": turn.stop_reason,
+                "iteration": rounds + 1,
+                "tool_calls": _calls(calls),
+                "tool_results": _results(results),
+                "usage": turn.usage,
+                "turn": self.turn,
+            },
+        )
         if out is None or out.blocked_by is None:
             return None
         return out.reason or f'hook "{out.blocked_by}" asked to continue'
 
-    def turn_end(self, text: str, rounds: int, calls: Sequence[ToolCall],
-                 results: Sequence[ToolResult], usage: Any) -> str:
+    def turn_end(
+        self,
+        text: str,
+        rounds: int,
+        calls: Sequence[ToolCall],
+        results: Sequence[ToolResult],
+        usage: Any,
+    ) -> str:
         if self._fire is None:
             return text
         tool_calls, tool_results = _calls(calls), _results(results)
-        got = self._checked("turn.end", {
-            "response": text, "tool_calls": tool_calls, "tool_results": tool_results,
-            "usage": usage, "rounds": rounds, "turn": self.turn,
-            "Response": text, "ToolCalls": tool_calls, "ToolResults": tool_results,
-            "Usage": usage})
+        got = self._checked(
+            "turn.end",
+            {
+                "response": text,
+                "tool_calls": tool_calls,
+                "tool_results": tool_results,
+                "usage": usage,
+                "rounds": rounds,
+                "turn": self.turn,
+                "Response": text,
+                "ToolCalls": tool_calls,
+                "ToolResults": tool_results,
+                "Usage": usage,
+            },
+        )
         response = got.get("response", text)
         if not isinstance(response, str):
-            raise HookBlockedError("agent loop stopped: a turn.end hook set response to "
-                                   f"{type(response).__name__}; it must be a string")
+            raise HookBlockedError(
+                "agent loop stopped: a turn.end hook set response to "
+                f"{type(response).__name__}; it must be a string"
+            )
         return response
 
     def error(self, exc: BaseException) -> None:
         with contextlib.suppress(Exception):  # observe only: never hides the real error
-            self._run("error", {"error": str(exc), "kind": type(exc).__name__,
-                                "turn": self.turn})
+            self._run("error", {"error": str(exc), "kind": type(exc).__name__, "turn": self.turn})
 
     def close(self) -> None:
         if self._end is not None:

@@ -104,12 +104,16 @@ def resolve_settings(
     """
     environ = os.environ if environ is None else environ
     if config.problems:
-        raise ModelConfigError("the model block of harness.md is invalid: "
-                               + "; ".join(config.problems) + " (see harness validate)")
+        raise ModelConfigError(
+            "the model block of harness.md is invalid: "
+            + "; ".join(config.problems)
+            + " (see harness validate)"
+        )
     provider = provider or config.provider or "openai"
     if provider not in DEFAULT_BASE_URLS:
-        raise ModelConfigError(f'unknown model provider "{provider}"; use openai, anthropic '
-                               "or copilot")
+        raise ModelConfigError(
+            f'unknown model provider "{provider}"; use openai, anthropic or copilot'
+        )
     name = config.name
     if model and "://" in model:
         base_url = base_url or model
@@ -119,9 +123,7 @@ def resolve_settings(
     if not url.startswith(("http://", "https://")):
         raise ModelConfigError(f'model base URL "{url}" must start with http:// or https://')
     if not name:
-        raise ModelConfigError(
-            "no model name: set model.name in harness.md or pass --model NAME"
-        )
+        raise ModelConfigError("no model name: set model.name in harness.md or pass --model NAME")
     env = api_key_env or config.api_key_env or DEFAULT_KEY_ENVS[provider]
     key = environ.get(env) or None
     if key is None and not is_loopback(url):
@@ -129,8 +131,14 @@ def resolve_settings(
             f'no API key for {provider} at {url}: environment variable "{env}" is not set '
             f"(name another variable with model.api_key_env in harness.md or --api-key-env)"
         )
-    return ModelSettings(provider=provider, name=name, base_url=url, api_key_env=env,
-                         api_key=key, max_tokens=config.max_tokens)
+    return ModelSettings(
+        provider=provider,
+        name=name,
+        base_url=url,
+        api_key_env=env,
+        api_key=key,
+        max_tokens=config.max_tokens,
+    )
 
 
 def make_adapter(settings: ModelSettings, system: str) -> Adapter:
@@ -161,8 +169,14 @@ def run_agent(
     broken stream, unreachable server) or :class:`RoundLimitError`.
     """
     config = harness.config
-    settings = resolve_settings(config.model, model=model, provider=provider,
-                                base_url=base_url, api_key_env=api_key_env, environ=environ)
+    settings = resolve_settings(
+        config.model,
+        model=model,
+        provider=provider,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        environ=environ,
+    )
     limit = config.limits.max_tool_calls_per_turn if max_rounds is None else max_rounds
     if limit < 0:
         raise ModelConfigError(f"max rounds must be >= 0, got {limit}")
@@ -171,23 +185,36 @@ def run_agent(
             client = stack.enter_context(httpx.Client(timeout=TIMEOUT))
         if session is None:
             session = stack.enter_context(harness.session())
-        loop = _Loop(harness, session, make_adapter(settings, harness.system_prompt), client,
-                     limit, on_text or (lambda _t: None), on_tool)
+        loop = _Loop(
+            harness,
+            session,
+            make_adapter(settings, harness.system_prompt),
+            client,
+            limit,
+            on_text or (lambda _t: None),
+            on_tool,
+        )
         return loop.run(prompt, history)
     raise AssertionError("unreachable")  # pragma: no cover  (mypy: ExitStack may swallow)
 
 
 class _Loop:
-    def __init__(self, harness: ToolSide, session: ToolSession, adapter: Adapter,
-                 client: httpx.Client, limit: int, on_text: TextSink,
-                 on_tool: ToolSink | None) -> None:
+    def __init__(
+        self,
+        harness: ToolSide,
+        session: ToolSession,
+        adapter: Adapter,
+        client: httpx.Client,
+        limit: int,
+        on_text: TextSink,
+        on_tool: ToolSink | None,
+    ) -> None:
         self.harness, self.session, self.adapter, self.client = harness, session, adapter, client
         self.limit, self.on_text, self.on_tool = limit, on_text, on_tool
         self.settings = adapter.settings
         self.transcript = Transcript.for_session(harness.config, session)
 
-    def run(self, prompt: str, history: Sequence[Mapping[str, Any]] | None = None
-            ) -> AgentResult:
+    def run(self, prompt: str, history: Sequence[Mapping[str, Any]] | None = None) -> AgentResult:
         # ``history``: the messages of an earlier result (its ``messages``), to continue
         # the same conversation with a new user turn (harness eval's ``turns:``).
         self.hooks = hooks = LoopHooks(self.session, self.settings.name)
@@ -207,7 +234,7 @@ class _Loop:
             messages.append({"role": "user", "content": prompt})
         else:
             messages = self.adapter.start(prompt)
-        for message in messages[len(history or ()):]:
+        for message in messages[len(history or ()) :]:
             self.transcript.message(message)
         calls: list[ToolCall] = []
         results: list[ToolResult] = []
@@ -222,13 +249,17 @@ class _Loop:
                     if reason is None:
                         text = hooks.turn_end(turn.text, rounds, calls, results, turn.usage)
                         return AgentResult(
-                            text=text, rounds=rounds, calls=tuple(calls),
-                            results=tuple(results), messages=tuple(messages),
-                            stop_reason=turn.stop_reason, provider=self.settings.provider,
-                            model=self.settings.name)
+                            text=text,
+                            rounds=rounds,
+                            calls=tuple(calls),
+                            results=tuple(results),
+                            messages=tuple(messages),
+                            stop_reason=turn.stop_reason,
+                            provider=self.settings.provider,
+                            model=self.settings.name,
+                        )
                     # An agent.stop hook blocked: go on, its reason is the next user turn.
-                    self._limit(rounds, messages, "an agent.stop hook still refused the "
-                                "answer")
+                    self._limit(rounds, messages, "an agent.stop hook still refused the answer")
                     rounds += 1
                     nudge = {"role": "user", "content": reason}
                     messages.append(nudge)
@@ -268,21 +299,32 @@ class _Loop:
         self._names = _name_map(self.harness, self.session, self.adapter.format)
         sent, tools = self.hooks.completion_pre(messages, tools, rounds)
         body = self.adapter.body(sent, tools)
-        self.session.emit("model.request", round=rounds + 1, provider=self.adapter.provider,
-                          model=self.settings.name, url=self.adapter.url,
-                          messages=len(messages), tools=len(tools))
+        self.session.emit(
+            "model.request",
+            round=rounds + 1,
+            provider=self.adapter.provider,
+            model=self.settings.name,
+            url=self.adapter.url,
+            messages=len(messages),
+            tools=len(tools),
+        )
         started = time.perf_counter()
         try:
             turn = self._post(body)
         except ProviderError as exc:
-            self.session.emit("model.error", round=rounds + 1, status=exc.status,
-                              error=str(exc))
+            self.session.emit("model.error", round=rounds + 1, status=exc.status, error=str(exc))
             raise
         self.session.emit(
-            "model.response", round=rounds + 1, stop_reason=turn.stop_reason, text=turn.text,
-            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.raw_arguments}
-                        for c in turn.calls],
-            usage=turn.usage, duration_ms=round((time.perf_counter() - started) * 1000, 3))
+            "model.response",
+            round=rounds + 1,
+            stop_reason=turn.stop_reason,
+            text=turn.text,
+            tool_calls=[
+                {"id": c.id, "name": c.name, "arguments": c.raw_arguments} for c in turn.calls
+            ],
+            usage=turn.usage,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
         self.hooks.completion_post(turn, rounds)
         return turn
 
@@ -302,7 +344,9 @@ class _Loop:
                     raise ProviderError(
                         f"{adapter.provider} answered {url} with neither an event stream nor "
                         f"JSON (content-type {kind or 'none'}): {excerpt(raw, 200)}",
-                        status=resp.status_code, body=raw) from None
+                        status=resp.status_code,
+                        body=raw,
+                    ) from None
                 return adapter.read_json(data, self.on_text)
         except httpx.TimeoutException as exc:
             raise ProviderError(f"{adapter.provider} request to {url} timed out: {exc}") from None
@@ -317,12 +361,17 @@ class _Loop:
             detail = error_message(json.loads(raw)) or excerpt(raw)
         except ValueError:
             detail = excerpt(raw)
-        msg = (f"{self.adapter.provider} API error: HTTP {resp.status_code} "
-               f"{resp.reason_phrase} from POST {self.adapter.url}: {detail or '(empty body)'}")
+        msg = (
+            f"{self.adapter.provider} API error: HTTP {resp.status_code} "
+            f"{resp.reason_phrase} from POST {self.adapter.url}: {detail or '(empty body)'}"
+        )
         if resp.status_code in (401, 403):
             env = self.settings.api_key_env
-            msg += (f'; check the API key in environment variable "{env}"'
-                    if self.settings.api_key else f'; environment variable "{env}" is not set')
+            msg += (
+                f'; check the API key in environment variable "{env}"'
+                if self.settings.api_key
+                else f'; environment variable "{env}" is not set'
+            )
         return ProviderError(msg, status=resp.status_code, body=raw)
 
     # -- one tool round --------------------------------------------------------------
@@ -336,10 +385,19 @@ class _Loop:
             call = ToolCall(name=name, arguments=mc.arguments or {}, id=mc.id)
             calls.append(call)
             if mc.error is not None:
-                self.session.emit("model.tool_call_invalid", round=rounds, call_id=mc.id,
-                                  tool=name, arguments=mc.raw_arguments, error=mc.error)
-                slots.append(ToolResult(call_id=mc.id, name=name, is_error=True,
-                                        text=mc.error, error=mc.error))
+                self.session.emit(
+                    "model.tool_call_invalid",
+                    round=rounds,
+                    call_id=mc.id,
+                    tool=name,
+                    arguments=mc.raw_arguments,
+                    error=mc.error,
+                )
+                slots.append(
+                    ToolResult(
+                        call_id=mc.id, name=name, is_error=True, text=mc.error, error=mc.error
+                    )
+                )
             else:
                 runnable.append(call)
                 slots.append(None)

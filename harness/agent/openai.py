@@ -56,8 +56,9 @@ class OpenAIAdapter:
         messages.append({"role": "user", "content": prompt})
         return messages
 
-    def body(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
-             ) -> dict[str, Any]:
+    def body(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.settings.name,
             "messages": list(messages),
@@ -121,8 +122,9 @@ class OpenAIAdapter:
         index = piece.get("index")
         if not isinstance(index, int):
             # Servers that send each call whole and without "index": match by id.
-            index = next((i for i, s in slots.items() if call_id and s["id"] == call_id),
-                         len(slots))
+            index = next(
+                (i for i, s in slots.items() if call_id and s["id"] == call_id), len(slots)
+            )
         slot = slots.setdefault(index, {"id": "", "name": "", "arguments": []})
         if call_id:
             slot["id"] = call_id
@@ -152,11 +154,17 @@ class OpenAIAdapter:
             if isinstance(piece, Mapping):
                 self._add_piece(slots, {**piece, "index": i})
         usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else None
-        return self._turn(text, [slots[i] for i in sorted(slots)], choice.get("finish_reason"),
-                          usage)
+        return self._turn(
+            text, [slots[i] for i in sorted(slots)], choice.get("finish_reason"), usage
+        )
 
-    def _turn(self, text: str, slots: list[dict[str, Any]], finish: str | None,
-              usage: Mapping[str, Any] | None) -> Turn:
+    def _turn(
+        self,
+        text: str,
+        slots: list[dict[str, Any]],
+        finish: str | None,
+        usage: Mapping[str, Any] | None,
+    ) -> Turn:
         calls: list[ModelCall] = []
         wire: list[dict[str, Any]] = []
         for slot in slots:
@@ -169,17 +177,26 @@ class OpenAIAdapter:
                 arguments, error = parse_arguments(raw, name)
             else:
                 arguments, error = None, "tool call has no function name"
-            calls.append(ModelCall(id=slot["id"], name=name, raw_arguments=raw,
-                                   arguments=arguments, error=error))
-            wire.append({"id": slot["id"], "type": "function",
-                         "function": {"name": name, "arguments": raw}})
+            calls.append(
+                ModelCall(
+                    id=slot["id"], name=name, raw_arguments=raw, arguments=arguments, error=error
+                )
+            )
+            wire.append(
+                {"id": slot["id"], "type": "function", "function": {"name": name, "arguments": raw}}
+            )
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
         if wire:
             message["tool_calls"] = wire
         else:
             message["content"] = text
-        return Turn(text=text, calls=tuple(calls), stop_reason=finish, message=message,
-                    usage=dict(usage) if usage else None)
+        return Turn(
+            text=text,
+            calls=tuple(calls),
+            stop_reason=finish,
+            message=message,
+            usage=dict(usage) if usage else None,
+        )
 
     def results(self, turn: Turn, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
         return [

@@ -45,8 +45,9 @@ class Transcript:
 
     @classmethod
     def for_session(cls, config: Config, session: Any) -> Transcript:
-        sid = str(getattr(session, "id", None) or getattr(session, "session_id", None)
-                  or uuid.uuid4().hex)
+        sid = str(
+            getattr(session, "id", None) or getattr(session, "session_id", None) or uuid.uuid4().hex
+        )
         path = None
         if config.audit.path:
             name = _UNSAFE.sub("_", sid) + ".jsonl"
@@ -60,8 +61,12 @@ class Transcript:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
             self._file = os.fdopen(fd, "a", encoding="utf-8")
-        record = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-                  "session": self.session, "kind": kind, **_cap(redact(fields), self.limit)}
+        record = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "session": self.session,
+            "kind": kind,
+            **_cap(redact(fields), self.limit),
+        }
         self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         self._file.flush()
 
@@ -69,10 +74,17 @@ class Transcript:
         self._write("message", message=message)
 
     def result(self, call: ToolCall, result: ToolResult) -> None:
-        self._write("tool_result", call_id=call.id, tool=call.name,
-                    arguments=dict(call.arguments), is_error=result.is_error,
-                    text=result.text, error=result.error, truncated=result.truncated,
-                    output_ref=result.output_ref)
+        self._write(
+            "tool_result",
+            call_id=call.id,
+            tool=call.name,
+            arguments=dict(call.arguments),
+            is_error=result.is_error,
+            text=result.text,
+            error=result.error,
+            truncated=result.truncated,
+            output_ref=result.output_ref,
+        )
 
     def close(self) -> None:
         if self._file is not None:

@@ -33,48 +33,91 @@ CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # is fired, since harness has no runtime hook, agent or call registration.
 META_EVENT_RE = re.compile(r"meta\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # ai-harness's sub-agent events: harness has no delegation, so they can never fire.
-UNSUPPORTED_EVENTS = ("delegation.pre", "delegation.post", "delegation.post_verify",
-                      "delegate.pre", "delegate.post")
+UNSUPPORTED_EVENTS = (
+    "delegation.pre",
+    "delegation.post",
+    "delegation.post_verify",
+    "delegate.pre",
+    "delegate.post",
+)
 
 LOADING = ("always", "deferred")
 ON_ERROR = ("block", "allow")
 ARGUMENTS = ("note", "strict")  # harness/arguments.py MODES
-ANNOTATION_KEYS = {"read_only": bool, "destructive": bool, "idempotent": bool,
-                   "open_world": bool, "title": str}
+ANNOTATION_KEYS = {
+    "read_only": bool,
+    "destructive": bool,
+    "idempotent": bool,
+    "open_world": bool,
+    "title": str,
+}
 _META = {"$ref": METASCHEMA_URI}
 # Every frontmatter key and the JSON Schema of its value: the checks below enforce these
 # rules with better messages, and harness/schemas/*.json are generated from these tables.
 TOOL_FIELDS: dict[str, dict[str, Any]] = {
-    "parameters": {"type": ["object", "null"], "description": "Argument contract, in YAML order.",
-                   "propertyNames": {"minLength": 1},
-                   "additionalProperties": {"$ref": "#/$defs/parameter"}},
-    "script": {"type": ["string", "null"],
-               "description": "Starlark source; must define `def run(args):`."},
-    "timeout_ms": {"type": "integer", "minimum": 0, "default": 0,
-                   "description": "Wall-clock cap per call; 0 = no tool cap."},
-    "async": {"type": "boolean", "default": False,
-              "description": "Reserved: parsed and kept, no effect yet."},
-    "returns": {"anyOf": [{"type": "null"}, {"type": "object", **_META}],
-                "description": "JSON Schema of run's return value (MCP outputSchema)."},
-    "annotations": {"type": ["object", "null"], "additionalProperties": False, "properties": {
-        k: {"type": "boolean" if t is bool else "string"} for k, t in ANNOTATION_KEYS.items()}},
+    "parameters": {
+        "type": ["object", "null"],
+        "description": "Argument contract, in YAML order.",
+        "propertyNames": {"minLength": 1},
+        "additionalProperties": {"$ref": "#/$defs/parameter"},
+    },
+    "script": {
+        "type": ["string", "null"],
+        "description": "Starlark source; must define `def run(args):`.",
+    },
+    "timeout_ms": {
+        "type": "integer",
+        "minimum": 0,
+        "default": 0,
+        "description": "Wall-clock cap per call; 0 = no tool cap.",
+    },
+    "async": {
+        "type": "boolean",
+        "default": False,
+        "description": "Reserved: parsed and kept, no effect yet.",
+    },
+    "returns": {
+        "anyOf": [{"type": "null"}, {"type": "object", **_META}],
+        "description": "JSON Schema of run's return value (MCP outputSchema).",
+    },
+    "annotations": {
+        "type": ["object", "null"],
+        "additionalProperties": False,
+        "properties": {
+            k: {"type": "boolean" if t is bool else "string"} for k, t in ANNOTATION_KEYS.items()
+        },
+    },
     "loading": {"enum": list(LOADING), "default": "always"},
     "enabled": {"type": "boolean", "default": True},
-    "arguments": {"enum": list(ARGUMENTS),
-                  "description": "Unknown argument names: note (run, and say so in the "
-                  "result) or strict (refuse); default: harness.md `arguments`."},
+    "arguments": {
+        "enum": list(ARGUMENTS),
+        "description": "Unknown argument names: note (run, and say so in the "
+        "result) or strict (refuse); default: harness.md `arguments`.",
+    },
 }
 HOOK_FIELDS: dict[str, dict[str, Any]] = {
-    "event": {"type": "string", "description": f"{', '.join(TOOL_EVENTS)} or custom.<name>",
-              "anyOf": [{"enum": list(TOOL_EVENTS)},
-                        {"pattern": f"^{CUSTOM_EVENT_RE.pattern}$"},
-                        {"pattern": f"^{META_EVENT_RE.pattern}$"}]},
-    "priority": {"type": "integer", "default": 100,
-                 "description": "Lower runs first; ties in name order."},
-    "when": {"type": ["string", "null"],
-             "description": "Starlark expression with `event` and `payload` bound."},
-    "script": {"type": "string",
-               "description": "Starlark source; must define `def handle(event, payload):`."},
+    "event": {
+        "type": "string",
+        "description": f"{', '.join(TOOL_EVENTS)} or custom.<name>",
+        "anyOf": [
+            {"enum": list(TOOL_EVENTS)},
+            {"pattern": f"^{CUSTOM_EVENT_RE.pattern}$"},
+            {"pattern": f"^{META_EVENT_RE.pattern}$"},
+        ],
+    },
+    "priority": {
+        "type": "integer",
+        "default": 100,
+        "description": "Lower runs first; ties in name order.",
+    },
+    "when": {
+        "type": ["string", "null"],
+        "description": "Starlark expression with `event` and `payload` bound.",
+    },
+    "script": {
+        "type": "string",
+        "description": "Starlark source; must define `def handle(event, payload):`.",
+    },
     "timeout_ms": {"type": "integer", "minimum": 0, "default": 5000},
     "on_error": {"enum": list(ON_ERROR), "default": "block"},
 }
@@ -93,8 +136,12 @@ TOOL_KEYS = tuple(TOOL_FIELDS)
 HOOK_KEYS = tuple(HOOK_FIELDS)
 ENTRY_KEYS = tuple(ENTRY_FIELDS)
 BUNDLE_KEYS = tuple(BUNDLE_FIELDS)
-UNKNOWN_KEY_CODES = ("unknown-key", "config-unknown-key", "parameter-unknown-key",
-                     "annotation-unknown-key")
+UNKNOWN_KEY_CODES = (
+    "unknown-key",
+    "config-unknown-key",
+    "parameter-unknown-key",
+    "annotation-unknown-key",
+)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -117,11 +164,18 @@ class Entry:
     def value_pos(self, *keys: Any) -> tuple[int, int]:
         return self.lines.value((*self.base, *keys), (self.line, 1))
 
-    def problem(self, keys: tuple[Any, ...], code: str, message: str,
-                severity: str = "error") -> Problem:
+    def problem(
+        self, keys: tuple[Any, ...], code: str, message: str, severity: str = "error"
+    ) -> Problem:
         line, column = self.pos(*keys)
-        return Problem(path=self.path, line=line, column=column, code=code, message=message,
-                       severity=severity)  # type: ignore[arg-type]
+        return Problem(
+            path=self.path,
+            line=line,
+            column=column,
+            code=code,
+            message=message,
+            severity=severity,  # type: ignore[arg-type]
+        )
 
     @property
     def label(self) -> str:
@@ -140,19 +194,23 @@ def unknown_keys(entry: Entry, known: Iterable[str]) -> Iterator[Problem]:
             # it deserves the same advice as the key itself.
             hint = suggest(text, (*known, "description"))
             if hint == ' (did you mean "description"?)' or text == "description":
-                body = (f"the description of a {entry.kind} file is its Markdown body; "
-                        "move it there")
-                yield entry.problem((key,), "unknown-key", f'{entry.label} has unknown key '
-                                    f'"{text}"{hint if text != "description" else ""}; {body}',
-                                    "warning")
+                body = f"the description of a {entry.kind} file is its Markdown body; move it there"
+                yield entry.problem(
+                    (key,),
+                    "unknown-key",
+                    f"{entry.label} has unknown key "
+                    f'"{text}"{hint if text != "description" else ""}; {body}',
+                    "warning",
+                )
                 continue
         hint = suggest(text, known)
         if hint:
             how = f"rename it{hint}"
         else:
             how = f"known keys: {', '.join(known)}"
-        yield entry.problem((key,), "unknown-key",
-                            f'{entry.label} has unknown key "{text}"; {how}', "warning")
+        yield entry.problem(
+            (key,), "unknown-key", f'{entry.label} has unknown key "{text}"; {how}', "warning"
+        )
 
 
 def _bool(entry: Entry, key: str, values: dict[str, Any], dest: str, errors: list[Problem]) -> None:
@@ -162,8 +220,13 @@ def _bool(entry: Entry, key: str, values: dict[str, Any], dest: str, errors: lis
     if isinstance(value, bool):
         values[dest] = value
     else:
-        errors.append(entry.problem((key,), "field-type", f"{entry.label} {key} must be true or "
-                                    f"false, got {as_json(value)}"))
+        errors.append(
+            entry.problem(
+                (key,),
+                "field-type",
+                f"{entry.label} {key} must be true or false, got {as_json(value)}",
+            )
+        )
 
 
 def _timeout(entry: Entry, values: dict[str, Any], errors: list[Problem]) -> None:
@@ -171,13 +234,23 @@ def _timeout(entry: Entry, values: dict[str, Any], errors: list[Problem]) -> Non
         return
     value = entry.data["timeout_ms"]
     if isinstance(value, bool) or not isinstance(value, int):
-        errors.append(entry.problem(("timeout_ms",), "field-type", f"{entry.label} timeout_ms "
-                                    "must be an integer number of milliseconds, got "
-                                    f"{as_json(value)}"))
+        errors.append(
+            entry.problem(
+                ("timeout_ms",),
+                "field-type",
+                f"{entry.label} timeout_ms "
+                "must be an integer number of milliseconds, got "
+                f"{as_json(value)}",
+            )
+        )
     elif value < 0:
-        errors.append(entry.problem(("timeout_ms",), "timeout-negative",
-                                    f"{entry.label} timeout_ms must be >= 0 (got {value}); "
-                                    "use 0 for no per-call cap"))
+        errors.append(
+            entry.problem(
+                ("timeout_ms",),
+                "timeout-negative",
+                f"{entry.label} timeout_ms must be >= 0 (got {value}); use 0 for no per-call cap",
+            )
+        )
     else:
         values["timeout_ms"] = value
 
@@ -187,9 +260,15 @@ def _script(entry: Entry, key: str, values: dict[str, Any], errors: list[Problem
         return
     value = entry.data[key]
     if not isinstance(value, str):
-        errors.append(entry.problem((key,), "field-type", f"{entry.label} {key} must be Starlark "
-                                    f"source text (use `{key}: |` and indent the code), got "
-                                    f"{a_type(value)}"))
+        errors.append(
+            entry.problem(
+                (key,),
+                "field-type",
+                f"{entry.label} {key} must be Starlark "
+                f"source text (use `{key}: |` and indent the code), got "
+                f"{a_type(value)}",
+            )
+        )
         return
     values[key] = value
     line, column = entry.value_pos(key)
@@ -197,8 +276,14 @@ def _script(entry: Entry, key: str, values: dict[str, Any], errors: list[Problem
     values[f"{key}_column"] = column
 
 
-def _choice(entry: Entry, key: str, choices: tuple[str, ...], values: dict[str, Any],
-            errors: list[Problem], code: str) -> None:
+def _choice(
+    entry: Entry,
+    key: str,
+    choices: tuple[str, ...],
+    values: dict[str, Any],
+    errors: list[Problem],
+    code: str,
+) -> None:
     if key not in entry.data:
         return
     value = entry.data[key]
@@ -206,8 +291,14 @@ def _choice(entry: Entry, key: str, choices: tuple[str, ...], values: dict[str, 
         values[key] = value
     else:
         hint = suggest(str(value), choices)
-        errors.append(entry.problem((key,), code, f"{entry.label} {key} must be one of "
-                                    f"{', '.join(choices)}; got {as_json(value)}{hint}"))
+        errors.append(
+            entry.problem(
+                (key,),
+                code,
+                f"{entry.label} {key} must be one of "
+                f"{', '.join(choices)}; got {as_json(value)}{hint}",
+            )
+        )
 
 
 def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
@@ -225,29 +316,49 @@ def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
         if isinstance(returns, dict):
             values["returns"] = returns
         else:
-            errors.append(entry.problem(("returns",), "returns-invalid",
-                                        f"{entry.label} returns must be a JSON Schema mapping, "
-                                        f"got {a_type(returns)}"))
+            errors.append(
+                entry.problem(
+                    ("returns",),
+                    "returns-invalid",
+                    f"{entry.label} returns must be a JSON Schema mapping, got {a_type(returns)}",
+                )
+            )
     if entry.data.get("annotations") is not None:
         ann = entry.data["annotations"]
         if not isinstance(ann, dict):
-            errors.append(entry.problem(("annotations",), "annotations-invalid",
-                                        f"{entry.label} annotations must be a mapping of "
-                                        f"{', '.join(ANNOTATION_KEYS)}, got {a_type(ann)}"))
+            errors.append(
+                entry.problem(
+                    ("annotations",),
+                    "annotations-invalid",
+                    f"{entry.label} annotations must be a mapping of "
+                    f"{', '.join(ANNOTATION_KEYS)}, got {a_type(ann)}",
+                )
+            )
         else:
             good: dict[str, Any] = {}
             for key, value in ann.items():
                 want = ANNOTATION_KEYS.get(key) if isinstance(key, str) else None
                 if want is None:
-                    errors.append(entry.problem(("annotations", key), "annotation-unknown-key",
-                                                f'{entry.label} annotations has unknown key "{key}"'
-                                                f"{suggest(str(key), ANNOTATION_KEYS)}; known: "
-                                                f"{', '.join(ANNOTATION_KEYS)}", "warning"))
+                    errors.append(
+                        entry.problem(
+                            ("annotations", key),
+                            "annotation-unknown-key",
+                            f'{entry.label} annotations has unknown key "{key}"'
+                            f"{suggest(str(key), ANNOTATION_KEYS)}; known: "
+                            f"{', '.join(ANNOTATION_KEYS)}",
+                            "warning",
+                        )
+                    )
                 elif not isinstance(value, want):
                     expected = "true or false" if want is bool else "a string"
-                    errors.append(entry.problem(("annotations", key), "annotations-invalid",
-                                                f"{entry.label} annotations.{key} must be "
-                                                f"{expected}, got {as_json(value)}"))
+                    errors.append(
+                        entry.problem(
+                            ("annotations", key),
+                            "annotations-invalid",
+                            f"{entry.label} annotations.{key} must be "
+                            f"{expected}, got {as_json(value)}",
+                        )
+                    )
                 else:
                     good[key] = value
             values["annotations"] = good
@@ -256,20 +367,32 @@ def tool_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
 
 def event_problem(entry: Entry) -> Problem | None:
     if "event" not in entry.data or entry.data["event"] is None:
-        return entry.problem((), "event-missing", f"{entry.label} has no event; add `event:` "
-                             f"with one of {', '.join(TOOL_EVENTS)} or custom.<name>")
+        return entry.problem(
+            (),
+            "event-missing",
+            f"{entry.label} has no event; add `event:` "
+            f"with one of {', '.join(TOOL_EVENTS)} or custom.<name>",
+        )
     event = entry.data["event"]
     if isinstance(event, str) and (event in UNSUPPORTED_EVENTS or event.startswith("delegation.")):
-        return entry.problem(("event",), "event-unsupported", f"{entry.label} event {event!r} is "
-                             "an ai-harness sub-agent (delegation) event; harness has no "
-                             "sub-agents or delegation, so it would never fire; remove the "
-                             "hook or move its check to tool.pre / agent.stop")
+        return entry.problem(
+            ("event",),
+            "event-unsupported",
+            f"{entry.label} event {event!r} is "
+            "an ai-harness sub-agent (delegation) event; harness has no "
+            "sub-agents or delegation, so it would never fire; remove the "
+            "hook or move its check to tool.pre / agent.stop",
+        )
     if isinstance(event, str) and META_EVENT_RE.fullmatch(event):
         return None
     if not isinstance(event, str) or not (event in TOOL_EVENTS or CUSTOM_EVENT_RE.fullmatch(event)):
-        return entry.problem(("event",), "event-unknown", f"{entry.label} event "
-                             f"{as_json(event)} is unknown{suggest(str(event), TOOL_EVENTS)}; "
-                             f"use one of {', '.join(TOOL_EVENTS)} or custom.<name>")
+        return entry.problem(
+            ("event",),
+            "event-unknown",
+            f"{entry.label} event "
+            f"{as_json(event)} is unknown{suggest(str(event), TOOL_EVENTS)}; "
+            f"use one of {', '.join(TOOL_EVENTS)} or custom.<name>",
+        )
     return None
 
 
@@ -284,17 +407,29 @@ def hook_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
         values["event"] = entry.data["event"]
     _script(entry, "script", values, errors)
     if entry.data.get("script") is None:
-        errors.append(entry.problem((), "hook-script-missing", f"{entry.label} has no script; add "
-                                    "`script: |` with a `def handle(event, payload):` function"))
+        errors.append(
+            entry.problem(
+                (),
+                "hook-script-missing",
+                f"{entry.label} has no script; add "
+                "`script: |` with a `def handle(event, payload):` function",
+            )
+        )
     _script(entry, "when", values, errors)
     _timeout(entry, values, errors)
     _choice(entry, "on_error", ON_ERROR, values, errors, "on-error-invalid")
     if "priority" in entry.data:
         value = entry.data["priority"]
         if isinstance(value, bool) or not isinstance(value, int):
-            errors.append(entry.problem(("priority",), "field-type", f"{entry.label} priority "
-                                        "must be an integer (lower runs first), got "
-                                        f"{as_json(value)}"))
+            errors.append(
+                entry.problem(
+                    ("priority",),
+                    "field-type",
+                    f"{entry.label} priority "
+                    "must be an integer (lower runs first), got "
+                    f"{as_json(value)}",
+                )
+            )
         else:
             values["priority"] = value
     return values, errors
@@ -303,14 +438,18 @@ def hook_fields(entry: Entry) -> tuple[dict[str, Any], list[Problem]]:
 def name_problems(entry: Entry) -> Iterator[Problem]:
     if not NAME_RE.fullmatch(entry.name):
         where = "rename the file" if entry.body is not None else "change its name"
-        yield entry.problem(("name",) if entry.body is None else (), f"{entry.kind}-name-invalid",
-                            f'{entry.kind} name "{entry.name}" is invalid: it must start with a '
-                            'letter and contain only letters, digits, "_", "." or "-" (at most '
-                            f"64 characters); {where}")
+        yield entry.problem(
+            ("name",) if entry.body is None else (),
+            f"{entry.kind}-name-invalid",
+            f'{entry.kind} name "{entry.name}" is invalid: it must start with a '
+            'letter and contain only letters, digits, "_", "." or "-" (at most '
+            f"64 characters); {where}",
+        )
 
 
-def collisions(tools: Mapping[str, ToolSpec],
-               where: Callable[[ToolSpec], tuple[str, int, int]]) -> Iterator[Problem]:
+def collisions(
+    tools: Mapping[str, ToolSpec], where: Callable[[ToolSpec], tuple[str, int, int]]
+) -> Iterator[Problem]:
     """Tool names that become equal when a provider's export replaces ``.`` by ``_``."""
     seen: dict[str, ToolSpec] = {}
     for name in sorted(tools):
@@ -322,10 +461,15 @@ def collisions(tools: Mapping[str, ToolSpec],
             continue
         path, line, column = where(spec)
         opath, oline, _ = where(other)
-        yield Problem(path=path, line=line, column=column, code="tool-name-collision",
-                      message=f'tool "{name}" and tool "{other.name}" ({opath}:{oline}) both '
-                              f'export as "{exported}" (providers that forbid "." get "_"); '
-                              "rename one of them")
+        yield Problem(
+            path=path,
+            line=line,
+            column=column,
+            code="tool-name-collision",
+            message=f'tool "{name}" and tool "{other.name}" ({opath}:{oline}) both '
+            f'export as "{exported}" (providers that forbid "." get "_"); '
+            "rename one of them",
+        )
 
 
 def schema_problems(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
@@ -338,55 +482,75 @@ def schema_problems(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
     complete = len(spec.parameters) == len(spec.input_schema.get("properties", ()))
     failure = compile_error(spec.input_schema) if complete else None
     if failure is not None or not complete:
-        checked = {"type": "object",
-                   "properties": {p.name: p.schema for p in spec.parameters}}
+        checked = {"type": "object", "properties": {p.name: p.schema for p in spec.parameters}}
         bad = False
         for where, message in schema_errors(checked):
             bad = True
             inside = where[:1] == ("properties",)
-            yield entry.problem(("parameters", *where[1:]) if inside else ("parameters",),
-                                "parameters-schema-invalid", f"{entry.label} parameters are not "
-                                f"a valid JSON Schema at {json_path(where[1:])}: {message}")
+            yield entry.problem(
+                ("parameters", *where[1:]) if inside else ("parameters",),
+                "parameters-schema-invalid",
+                f"{entry.label} parameters are not "
+                f"a valid JSON Schema at {json_path(where[1:])}: {message}",
+            )
         if not bad and failure is not None:
             root = "the tool's whole input schema (type, properties, required)"
             for where, key_path, message in compile_errors(spec.input_schema, root, failure):
                 inside = where[:1] == ("properties",)
-                yield entry.problem(("parameters", *key_path[1:]) if inside else ("parameters",),
-                                    "parameters-schema-invalid", f"{entry.label} parameters are "
-                                    f"not a valid JSON Schema at "
-                                    f"{json_path(where[1:] if inside else ())}: {message}")
+                yield entry.problem(
+                    ("parameters", *key_path[1:]) if inside else ("parameters",),
+                    "parameters-schema-invalid",
+                    f"{entry.label} parameters are "
+                    f"not a valid JSON Schema at "
+                    f"{json_path(where[1:] if inside else ())}: {message}",
+                )
     if spec.returns is None:
         return
     # Keys no validator reads, as in parameters; a piece of a sentence is the YAML
     # flow-mapping comma trap, explained.
     for key_path, message, prose in unknown_keywords(spec.returns):
         at = "" if len(key_path) == 1 else f" at {json_path(key_path[:-1])}"
-        yield entry.problem(("returns", *key_path),
-                            "schema-flow-comma" if prose else "returns-unknown-key",
-                            f"{entry.label} returns{at}: {message}" if prose
-                            else f"{entry.label} returns{at} has {message}", "warning")
+        yield entry.problem(
+            ("returns", *key_path),
+            "schema-flow-comma" if prose else "returns-unknown-key",
+            f"{entry.label} returns{at}: {message}"
+            if prose
+            else f"{entry.label} returns{at} has {message}",
+            "warning",
+        )
     failure = compile_error(spec.returns)
     if failure is None:
         return
     bad = False
     for where, message in schema_errors(spec.returns):
         bad = True
-        yield entry.problem(("returns", *where), "returns-invalid", f"{entry.label} returns "
-                            f"is not a valid JSON Schema at {json_path(where)}: {message}")
+        yield entry.problem(
+            ("returns", *where),
+            "returns-invalid",
+            f"{entry.label} returns is not a valid JSON Schema at {json_path(where)}: {message}",
+        )
     if not bad:
-        for where, key_path, message in compile_errors(spec.returns, "the returns schema",
-                                                           failure):
-            yield entry.problem(("returns", *key_path), "returns-invalid", f"{entry.label} "
-                                f"returns is not a valid JSON Schema at {json_path(where)}: "
-                                f"{message}")
+        for where, key_path, message in compile_errors(spec.returns, "the returns schema", failure):
+            yield entry.problem(
+                ("returns", *key_path),
+                "returns-invalid",
+                f"{entry.label} "
+                f"returns is not a valid JSON Schema at {json_path(where)}: "
+                f"{message}",
+            )
 
 
 def script_warnings(entry: Entry, spec: ToolSpec) -> Iterator[Problem]:
     # A script of the wrong type already has its field-type error: no second problem.
     if spec.script is None and entry.data.get("script") is None:
-        yield entry.problem((), "tool-no-script", f'{entry.label} has no script: it needs a Python '
-                            'handler bound with Harness.bind(), or add `script: |` with a '
-                            '`def run(args):` function', "warning")
+        yield entry.problem(
+            (),
+            "tool-no-script",
+            f"{entry.label} has no script: it needs a Python "
+            "handler bound with Harness.bind(), or add `script: |` with a "
+            "`def run(args):` function",
+            "warning",
+        )
 
 
 def hook_summary(spec: HookSpec) -> str:  # pragma: no cover - debugging aid
@@ -394,14 +558,25 @@ def hook_summary(spec: HookSpec) -> str:  # pragma: no cover - debugging aid
 
 
 SCHEMA_FILES = {
-    "tool": ("harness tool artifact frontmatter",
-             "Frontmatter of .harness/tools/NAME.md (SPEC \u00a73). The body is the description."),
-    "hook": ("harness hook artifact frontmatter",
-             "Frontmatter of .harness/hooks/NAME.md (SPEC \u00a74). The body is the description."),
-    "bundle": ("harness bundle frontmatter", "Frontmatter of .harness/builtins|plugins|overrides"
-               "/*.md: lists of tools and hooks."),
-    "harness": ("harness.md frontmatter", "Configuration of a harness project (SPEC \u00a75). "
-                "The body is the system prompt."),
-    "server": ("harness upstream MCP server declaration", "Frontmatter of "
-               ".harness/servers/NAME.md (docs/mcp-servers.md). The body is a note for humans."),
+    "tool": (
+        "harness tool artifact frontmatter",
+        "Frontmatter of .harness/tools/NAME.md (SPEC \u00a73). The body is the description.",
+    ),
+    "hook": (
+        "harness hook artifact frontmatter",
+        "Frontmatter of .harness/hooks/NAME.md (SPEC \u00a74). The body is the description.",
+    ),
+    "bundle": (
+        "harness bundle frontmatter",
+        "Frontmatter of .harness/builtins|plugins|overrides/*.md: lists of tools and hooks.",
+    ),
+    "harness": (
+        "harness.md frontmatter",
+        "Configuration of a harness project (SPEC \u00a75). The body is the system prompt.",
+    ),
+    "server": (
+        "harness upstream MCP server declaration",
+        "Frontmatter of "
+        ".harness/servers/NAME.md (docs/mcp-servers.md). The body is a note for humans.",
+    ),
 }

@@ -333,8 +333,14 @@ def _types(t: Any) -> set[str]:
     return {x for x in t if isinstance(x, str)} if isinstance(t, list) else set()
 
 
-_AS_JSON = {"null": "null", "boolean": "boolean", "integer": "integer", "number": "number",
-            "string": "string", "list": "array"}
+_AS_JSON = {
+    "null": "null",
+    "boolean": "boolean",
+    "integer": "integer",
+    "number": "number",
+    "string": "string",
+    "list": "array",
+}
 
 
 def _json_type(value: Any) -> str:

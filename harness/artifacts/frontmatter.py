@@ -28,6 +28,8 @@ NON_FATAL = frozenset(("yaml-duplicate-key",))
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DELIM = re.compile(r"---[ \t]*")
 _BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
 class _Loader(_BaseLoader):
     """Safe loader whose dates stay strings (values are built by :class:`_Builder`)."""
 
@@ -74,7 +76,7 @@ class KeyLines(dict[str, int]):
         line, column, style = raw
         if style in ("|", ">"):
             # Content starts on the line after the indicator, at the block indentation.
-            for candidate in self.text[line + 1:line + 50]:
+            for candidate in self.text[line + 1 : line + 50]:
                 if candidate.strip():
                     return line + 3, len(candidate) - len(candidate.lstrip(" ")) + 1
             return line + 3, 1
@@ -87,7 +89,7 @@ def _label(path: str | PurePath, kind: str) -> str:
     return f"parse {kind} {PurePath(path).name}"
 
 
-def split(
+def split(  # noqa: C901
     text_or_bytes: str | bytes, path: str | PurePath, kind: str = "tool"
 ) -> tuple[dict[str, Any], str, KeyLines, list[Problem]]:
     """Return ``(mapping, body, key_lines, problems)`` for one artifact.
@@ -101,10 +103,12 @@ def split(
     lines = KeyLines()
     problems: list[Problem] = []
 
-    def fail(code: str, msg: str, line: int = 1, column: int = 1) -> tuple[dict[str, Any], str,
-                                                                          KeyLines, list[Problem]]:
-        problems.append(Problem(path=where, line=line, column=column, code=code,
-                                message=f"{label}: {msg}"))
+    def fail(
+        code: str, msg: str, line: int = 1, column: int = 1
+    ) -> tuple[dict[str, Any], str, KeyLines, list[Problem]]:
+        problems.append(
+            Problem(path=where, line=line, column=column, code=code, message=f"{label}: {msg}")
+        )
         return {}, "", lines, problems
 
     if isinstance(text_or_bytes, (bytes, bytearray)):
@@ -113,8 +117,12 @@ def split(
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = raw.count(b"\n", 0, exc.start) + 1
-            return fail("encoding-invalid", f"not valid UTF-8 at byte offset {exc.start} "
-                        f"(byte 0x{raw[exc.start]:02x}); save the file as UTF-8", line)
+            return fail(
+                "encoding-invalid",
+                f"not valid UTF-8 at byte offset {exc.start} "
+                f"(byte 0x{raw[exc.start]:02x}); save the file as UTF-8",
+                line,
+            )
     else:
         text = text_or_bytes
     if text.startswith("\ufeff"):
@@ -123,8 +131,11 @@ def split(
         text = text.replace("\r\n", "\n")
     all_lines = text.split("\n")
     if not _DELIM.fullmatch(all_lines[0]):
-        return fail("frontmatter-missing", "missing --- frontmatter delimiter on line 1; "
-                    "start the file with a line that is exactly ---")
+        return fail(
+            "frontmatter-missing",
+            "missing --- frontmatter delimiter on line 1; "
+            "start the file with a line that is exactly ---",
+        )
     end = 0
     for i in range(1, len(all_lines)):
         candidate = all_lines[i]
@@ -132,15 +143,21 @@ def split(
             end = i
             break
     if not end:
-        return fail("frontmatter-unclosed", "no closing --- delimiter; end the frontmatter "
-                    "with a line that is exactly ---")
+        return fail(
+            "frontmatter-unclosed",
+            "no closing --- delimiter; end the frontmatter with a line that is exactly ---",
+        )
     front = "\n".join(all_lines[1:end]) + "\n"
     size = len(front.encode("utf-8")) if len(front) * 4 > MAX_FRONTMATTER_BYTES else len(front)
     if size > MAX_FRONTMATTER_BYTES:
-        return fail("frontmatter-too-large", f"frontmatter is {size} bytes, more than the "
-                    f"{MAX_FRONTMATTER_BYTES} bytes (256 KiB) allowed; move large content "
-                    "out of the frontmatter", 2)
-    body_lines = all_lines[end + 1:]
+        return fail(
+            "frontmatter-too-large",
+            f"frontmatter is {size} bytes, more than the "
+            f"{MAX_FRONTMATTER_BYTES} bytes (256 KiB) allowed; move large content "
+            "out of the frontmatter",
+            2,
+        )
+    body_lines = all_lines[end + 1 :]
     lo, hi = 0, len(body_lines)
     while lo < hi and not body_lines[lo].strip():
         lo += 1
@@ -157,12 +174,23 @@ def split(
     if mapping is None:
         return {}, body, lines, problems
     if not isinstance(mapping, dict):
-        fail("frontmatter-not-mapping", f"frontmatter must be a mapping of keys to values, "
-             f"got {a_type(mapping)}; write it as `key: value` lines", 2)
+        fail(
+            "frontmatter-not-mapping",
+            f"frontmatter must be a mapping of keys to values, "
+            f"got {a_type(mapping)}; write it as `key: value` lines",
+            2,
+        )
         return {}, body, lines, problems
     for line, column, msg in duplicates:
-        problems.append(Problem(path=where, line=line, column=column, code="yaml-duplicate-key",
-                                message=f"{label}: {msg}"))
+        problems.append(
+            Problem(
+                path=where,
+                line=line,
+                column=column,
+                code="yaml-duplicate-key",
+                message=f"{label}: {msg}",
+            )
+        )
     return mapping, body, lines, problems
 
 
@@ -201,8 +229,9 @@ def _may_nest_deeply(front: str, front_lines: list[str]) -> bool:
     return 2 * (longest + 1) + flow > MAX_NESTING
 
 
-def _load(front: str, lines: KeyLines,
-          front_lines: list[str]) -> tuple[Any, Found | None, list[Duplicate]]:
+def _load(
+    front: str, lines: KeyLines, front_lines: list[str]
+) -> tuple[Any, Found | None, list[Duplicate]]:
     """Compose in C, then build JSON-like values in one pass that records positions."""
     # An alias needs an anchor, and an anchor needs "&": without it neither can occur.
     anchors = "&" in front
@@ -223,25 +252,55 @@ def _load(front: str, lines: KeyLines,
         line = mark.line + 2 if mark is not None else 2
         column = mark.column + 1 if mark is not None else 1
         what = exc.problem or exc.context or "invalid YAML"
+        if "nesting depth" in what:
+            # PyYAML >= 6.0.4 refuses deep flow nesting in its scanner, before the event
+            # scan above reaches MAX_NESTING: the same finding, whichever says it first.
+            return None, _too_deep(line, column), []
         if "alias" in what:
-            return None, ("yaml-alias", line, column, f"yaml: line {line}: aliases are not "
-                          "allowed (they allow exponential documents); repeat the value "
-                          "instead"), []
+            return (
+                None,
+                (
+                    "yaml-alias",
+                    line,
+                    column,
+                    f"yaml: line {line}: aliases are not "
+                    "allowed (they allow exponential documents); repeat the value "
+                    "instead",
+                ),
+                [],
+            )
         if isinstance(exc, yaml.constructor.ConstructorError):
             return None, ("yaml-value", line, column, f"yaml: line {line}: {what}"), []
         if exc.context and exc.problem:
             what = f"{exc.problem} ({exc.context})"
-        return None, ("yaml-syntax", line, column, f"yaml: line {line}: {what}; "
-                      "check the indentation and quoting on that line"), []
+        return (
+            None,
+            (
+                "yaml-syntax",
+                line,
+                column,
+                f"yaml: line {line}: {what}; check the indentation and quoting on that line",
+            ),
+            [],
+        )
     except yaml.YAMLError as exc:
         return None, ("yaml-syntax", 2, 1, f"yaml: {exc}"), []
     except RecursionError:  # pragma: no cover - MAX_NESTING keeps the builder far below it
-        return None, ("yaml-too-deep", 2, 1, "yaml: the document nests too deeply; "
-                      "flatten it"), []
+        return None, ("yaml-too-deep", 2, 1, "yaml: the document nests too deeply; flatten it"), []
     finally:
         dispose = getattr(loader, "dispose", None)
         if dispose is not None:
             dispose()
+
+
+def _too_deep(line: int, column: int) -> Found:
+    return (
+        "yaml-too-deep",
+        line,
+        column,
+        f"yaml: line {line}: collections nest deeper than {MAX_NESTING} "
+        "levels; flatten the frontmatter",
+    )
 
 
 def _scan_events(front: str, anchors: bool) -> Found | None:
@@ -264,19 +323,20 @@ def _scan_events(front: str, anchors: bool) -> Found | None:
                 depth += 1
                 if depth > MAX_NESTING:
                     mark: Any = event.start_mark
-                    line = mark.line + 2
-                    return ("yaml-too-deep", line, mark.column + 1,
-                            f"yaml: line {line}: collections nest deeper than {MAX_NESTING} "
-                            "levels; flatten the frontmatter")
+                    return _too_deep(mark.line + 2, mark.column + 1)
             elif isinstance(event, end):
                 depth -= 1
             if anchors and not isinstance(event, yaml.AliasEvent):
                 anchor = getattr(event, "anchor", None)
                 if anchor is not None:
                     line = event.start_mark.line + 2
-                    return ("yaml-alias", line, event.start_mark.column + 1,
-                            f"yaml: line {line}: anchors (&{anchor}) are not allowed; "
-                            "repeat the value instead")
+                    return (
+                        "yaml-alias",
+                        line,
+                        event.start_mark.column + 1,
+                        f"yaml: line {line}: anchors (&{anchor}) are not allowed; "
+                        "repeat the value instead",
+                    )
     except yaml.YAMLError:
         return None  # the real parse reports it with its line
     finally:
@@ -331,12 +391,21 @@ class _Builder:
     def duplicate(self, key_node: yaml.Node, path: tuple[Any, ...], first: int) -> None:
         mark = key_node.start_mark
         line = mark.line + 2
-        where = "".join(f"[{k}]" if isinstance(k, int) and not isinstance(k, bool) else f".{k}"
-                        for k in path).lstrip(".")
-        self.duplicates.append((line, mark.column + 1, (
-            f'yaml: line {line}: duplicate key "{key_node.value}"'
-            f"{f' in {where}' if where else ''} (first on line {first}); YAML keeps only the "
-            "last one: remove or rename one")))
+        where = "".join(
+            f"[{k}]" if isinstance(k, int) and not isinstance(k, bool) else f".{k}" for k in path
+        ).lstrip(".")
+        self.duplicates.append(
+            (
+                line,
+                mark.column + 1,
+                (
+                    f'yaml: line {line}: duplicate key "{key_node.value}"'
+                    f"{f' in {where}' if where else ''} (first on line {first}); "
+                    "YAML keeps only the "
+                    "last one: remove or rename one"
+                ),
+            )
+        )
 
     def scalar(self, node: yaml.ScalarNode) -> Any:
         tag = node.tag
@@ -355,8 +424,11 @@ class _Builder:
             return yaml.constructor.SafeConstructor.construct_yaml_float(self.loader, node)
         what = "merge keys (<<) are" if tag == "tag:yaml.org,2002:merge" else f"the tag {tag} is"
         raise yaml.constructor.ConstructorError(
-            None, None, f"{what} not allowed; use a plain string, number, list or mapping",
-            node.start_mark)
+            None,
+            None,
+            f"{what} not allowed; use a plain string, number, list or mapping",
+            node.start_mark,
+        )
 
     def build(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
         cls = node.__class__
@@ -374,8 +446,11 @@ class _Builder:
                     key = key_node.value if key_node.tag == _STR else self.scalar(key_node)
                 else:
                     raise yaml.constructor.ConstructorError(
-                        None, None, "a mapping key must be a plain value, not a list or mapping",
-                        key_node.start_mark)
+                        None,
+                        None,
+                        "a mapping key must be a plain value, not a list or mapping",
+                        key_node.start_mark,
+                    )
                 km = key_node.start_mark
                 sub = (*path, key)
                 if key in out:
@@ -386,8 +461,9 @@ class _Builder:
                 if value_node.__class__ is yaml.ScalarNode:
                     vm = value_node.start_mark
                     values_at[sub] = (vm.line, vm.column, value_node.style)
-                    out[key] = (value_node.value if value_node.tag == _STR
-                                else self.scalar(value_node))
+                    out[key] = (
+                        value_node.value if value_node.tag == _STR else self.scalar(value_node)
+                    )
                 else:
                     out[key] = self.build(value_node, sub)
             return out
@@ -402,5 +478,6 @@ class _Builder:
                 keys_at[sub] = (im.line + 2, im.column + 1)
                 items.append(self.build(item, sub))
             return items
-        raise yaml.constructor.ConstructorError(None, None, "unsupported YAML node",
-                                                node.start_mark)
+        raise yaml.constructor.ConstructorError(
+            None, None, "unsupported YAML node", node.start_mark
+        )

@@ -70,8 +70,11 @@ def artifact_files(root: Path) -> list[tuple[str, Path, str]]:
     """``(relative path, path, kind)`` of every ``.harness/tools|hooks/*.md``, in load order."""
     dot = Path(root) / DOT_HARNESS
     ignored: list[Problem] = []  # load() reports these itself
-    return [(rel, path, kind) for kind in ("tool", "hook")
-            for rel, path in _md_files(dot / f"{kind}s", f"{DOT_HARNESS}/{kind}s", ignored)]
+    return [
+        (rel, path, kind)
+        for kind in ("tool", "hook")
+        for rel, path in _md_files(dot / f"{kind}s", f"{DOT_HARNESS}/{kind}s", ignored)
+    ]
 
 
 def prepare_all(files: list[tuple[Path, str, str]]) -> list[Prepared]:
@@ -88,10 +91,12 @@ def prepare_all(files: list[tuple[Path, str, str]]) -> list[Prepared]:
             out.append(Prepared(problems=tuple(problems)))
             continue
         built: list[Problem] = []
-        spec: ToolSpec | HookSpec = (_tool(entry, built) if entry.kind == "tool"
-                                     else _hook(entry, built))
-        out.append(Prepared(problems=tuple(problems), entry=entry, spec=spec,
-                            spec_problems=tuple(built)))
+        spec: ToolSpec | HookSpec = (
+            _tool(entry, built) if entry.kind == "tool" else _hook(entry, built)
+        )
+        out.append(
+            Prepared(problems=tuple(problems), entry=entry, spec=spec, spec_problems=tuple(built))
+        )
     return out
 
 
@@ -107,9 +112,15 @@ def _md_files(folder: Path, rel: str, problems: list[Problem]) -> list[tuple[str
     except (FileNotFoundError, NotADirectoryError):
         return []
     except OSError as exc:
-        problems.append(Problem(path=rel, line=0, column=0, code="folder-unreadable",
-                                message=f"cannot read folder {rel}: {exc.strerror}; "
-                                "fix its permissions"))
+        problems.append(
+            Problem(
+                path=rel,
+                line=0,
+                column=0,
+                code="folder-unreadable",
+                message=f"cannot read folder {rel}: {exc.strerror}; fix its permissions",
+            )
+        )
         return []
     out = []
     for name, is_file in sorted(found):
@@ -119,10 +130,18 @@ def _md_files(folder: Path, rel: str, problems: list[Problem]) -> list[tuple[str
             out.append((f"{rel}/{name}", folder / name))
         elif name.lower().endswith((".md", ".markdown")):
             stem = name.rsplit(".", 1)[0]
-            problems.append(Problem(path=f"{rel}/{name}", line=0, column=0, severity="warning",
-                                    code="file-ignored", message=f"{rel}/{name} is ignored: only "
-                                    f'files ending in lower-case ".md" are loaded; rename it to '
-                                    f'"{stem}.md"'))
+            problems.append(
+                Problem(
+                    path=f"{rel}/{name}",
+                    line=0,
+                    column=0,
+                    severity="warning",
+                    code="file-ignored",
+                    message=f"{rel}/{name} is ignored: only "
+                    f'files ending in lower-case ".md" are loaded; rename it to '
+                    f'"{stem}.md"',
+                )
+            )
     return out
 
 
@@ -130,13 +149,21 @@ def _read(path: Path, rel: str, problems: list[Problem]) -> bytes | None:
     try:
         return path.read_bytes()
     except OSError as exc:
-        problems.append(Problem(path=rel, line=0, column=0, code="file-unreadable",
-                                message=f"cannot read {rel}: {exc.strerror}; fix its permissions"))
+        problems.append(
+            Problem(
+                path=rel,
+                line=0,
+                column=0,
+                code="file-unreadable",
+                message=f"cannot read {rel}: {exc.strerror}; fix its permissions",
+            )
+        )
         return None
 
 
-def _entries(data: dict[str, Any], lines: KeyLines, rel: str, layer: str,
-             problems: list[Problem]) -> Iterator[Entry]:
+def _entries(
+    data: dict[str, Any], lines: KeyLines, rel: str, layer: str, problems: list[Problem]
+) -> Iterator[Entry]:
     """The ``tools:``/``hooks:`` list entries of a bundle or of harness.md."""
     for key, kind in (("tools", "tool"), ("hooks", "hook")):
         items = data.get(key)
@@ -144,16 +171,28 @@ def _entries(data: dict[str, Any], lines: KeyLines, rel: str, layer: str,
             continue
         line, column = lines.key((key,))
         if not isinstance(items, list):
-            problems.append(Problem(path=rel, line=line, column=column, code="bundle-invalid",
-                                    message=f"{key} must be a list of entries (`- name: ...`), "
-                                    f"got {a_type(items)}"))
+            problems.append(
+                Problem(
+                    path=rel,
+                    line=line,
+                    column=column,
+                    code="bundle-invalid",
+                    message=f"{key} must be a list of entries (`- name: ...`), got {a_type(items)}",
+                )
+            )
             continue
         for index, item in enumerate(items):
             iline, icol = lines.key((key, index), (line, 1))
             if not isinstance(item, dict):
-                problems.append(Problem(path=rel, line=iline, column=icol, code="entry-invalid",
-                                        message=f"{key}[{index}] must be a mapping with a name, "
-                                        f"got {item!r}"))
+                problems.append(
+                    Problem(
+                        path=rel,
+                        line=iline,
+                        column=icol,
+                        code="entry-invalid",
+                        message=f"{key}[{index}] must be a mapping with a name, got {item!r}",
+                    )
+                )
                 continue
             name = item.get("name")
             if kind == "hook" and "handler" in item:
@@ -163,65 +202,122 @@ def _entries(data: dict[str, Any], lines: KeyLines, rel: str, layer: str,
                     name = handler
                 elif handler != name:
                     hline, hcol = lines.key((key, index, "handler"), (iline, icol))
-                    problems.append(Problem(path=rel, line=hline, column=hcol,
-                                            code="entry-name-conflict",
-                                            message=f'{key}[{index}] has name "{name}" and '
-                                            f'handler "{handler}"; they are the same key, '
-                                            "keep one"))
+                    problems.append(
+                        Problem(
+                            path=rel,
+                            line=hline,
+                            column=hcol,
+                            code="entry-name-conflict",
+                            message=f'{key}[{index}] has name "{name}" and '
+                            f'handler "{handler}"; they are the same key, '
+                            "keep one",
+                        )
+                    )
             if name is not None and not isinstance(name, str):
                 nline, ncol = lines.key((key, index, "name"), (iline, icol))
-                problems.append(Problem(path=rel, line=nline, column=ncol, code="field-type",
-                                        message=f"{key}[{index}] name must be a string, got "
-                                        f"{a_type(name)} ({name!r}); use a name such as "
-                                        f"`name: my_{kind}`"))
+                problems.append(
+                    Problem(
+                        path=rel,
+                        line=nline,
+                        column=ncol,
+                        code="field-type",
+                        message=f"{key}[{index}] name must be a string, got "
+                        f"{a_type(name)} ({name!r}); use a name such as "
+                        f"`name: my_{kind}`",
+                    )
+                )
                 continue
             if not name:
                 ident = "`name: ...` (or `handler: ...`)" if kind == "hook" else "`name: ...`"
-                problems.append(Problem(path=rel, line=iline, column=icol,
-                                        code="entry-name-missing",
-                                        message=f"{key}[{index}] has no name; add {ident} "
-                                        f"to the {kind}"))
+                problems.append(
+                    Problem(
+                        path=rel,
+                        line=iline,
+                        column=icol,
+                        code="entry-name-missing",
+                        message=f"{key}[{index}] has no name; add {ident} to the {kind}",
+                    )
+                )
                 # Still check the rest of the entry: one missing key must not hide the
                 # others' problems. It is not loaded.
-                nameless = Entry(kind=kind, name=f"{key}[{index}]", data=item, lines=lines,
-                                 base=(key, index), path=rel, layer=layer, line=iline)
+                nameless = Entry(
+                    kind=kind,
+                    name=f"{key}[{index}]",
+                    data=item,
+                    lines=lines,
+                    base=(key, index),
+                    path=rel,
+                    layer=layer,
+                    line=iline,
+                )
                 found: list[Problem] = []
                 (_tool if kind == "tool" else _hook)(nameless, found)
                 problems.extend(p for p in found if not p.code.endswith("-name-invalid"))
                 continue
-            yield Entry(kind=kind, name=name, data=item, lines=lines, base=(key, index),
-                        path=rel, layer=layer, line=iline)
+            yield Entry(
+                kind=kind,
+                name=name,
+                data=item,
+                lines=lines,
+                base=(key, index),
+                path=rel,
+                layer=layer,
+                line=iline,
+            )
 
 
 def _tool(entry: Entry, problems: list[Problem]) -> ToolSpec:
     problems.extend(checks.name_problems(entry))
-    problems.extend(checks.unknown_keys(entry, checks.TOOL_KEYS if entry.body is not None
-                                        else (*checks.TOOL_KEYS, *checks.ENTRY_KEYS)))
+    problems.extend(
+        checks.unknown_keys(
+            entry,
+            checks.TOOL_KEYS if entry.body is not None else (*checks.TOOL_KEYS, *checks.ENTRY_KEYS),
+        )
+    )
     values, errs = checks.tool_fields(entry)
     problems.extend(errs)
     params, schema, perrs = build_parameters(
-        entry.data.get("parameters"), owner=entry.label, path=entry.path,
-        pos=lambda p: entry.lines.key((*entry.base, *p), (entry.line, 1)))
+        entry.data.get("parameters"),
+        owner=entry.label,
+        path=entry.path,
+        pos=lambda p: entry.lines.key((*entry.base, *p), (entry.line, 1)),
+    )
     problems.extend(perrs)
     description = entry.body if entry.body is not None else _entry_description(entry, problems)
-    return ToolSpec(name=entry.name, description=description or entry.name, parameters=params,
-                    input_schema=schema, source=Source(path=entry.path, line=entry.line,
-                                                       layer=entry.layer), **values)
+    return ToolSpec(
+        name=entry.name,
+        description=description or entry.name,
+        parameters=params,
+        input_schema=schema,
+        source=Source(path=entry.path, line=entry.line, layer=entry.layer),
+        **values,
+    )
 
 
 def _entry_description(entry: Entry, problems: list[Problem]) -> str:
     raw = entry.data.get("description")
     if raw is None or isinstance(raw, str):
         return raw or ""
-    problems.append(entry.problem(("description",), "field-type", f"{entry.label} description "
-                                  f"must be a string, got {a_type(raw)}"))
+    problems.append(
+        entry.problem(
+            ("description",),
+            "field-type",
+            f"{entry.label} description must be a string, got {a_type(raw)}",
+        )
+    )
     return ""
 
 
 def _hook(entry: Entry, problems: list[Problem]) -> HookSpec:
     problems.extend(checks.name_problems(entry))
-    problems.extend(checks.unknown_keys(entry, checks.HOOK_KEYS if entry.body is not None
-                                        else (*checks.HOOK_KEYS, *checks.ENTRY_KEYS, "handler")))
+    problems.extend(
+        checks.unknown_keys(
+            entry,
+            checks.HOOK_KEYS
+            if entry.body is not None
+            else (*checks.HOOK_KEYS, *checks.ENTRY_KEYS, "handler"),
+        )
+    )
     values, errs = checks.hook_fields(entry)
     problems.extend(errs)
     if entry.body is not None:
@@ -230,8 +326,12 @@ def _hook(entry: Entry, problems: list[Problem]) -> HookSpec:
         description = _entry_description(entry, problems)
     values.setdefault("event", "")
     values.setdefault("script", "")
-    return HookSpec(name=entry.name, description=description,
-                    source=Source(path=entry.path, line=entry.line, layer=entry.layer), **values)
+    return HookSpec(
+        name=entry.name,
+        description=description,
+        source=Source(path=entry.path, line=entry.line, layer=entry.layer),
+        **values,
+    )
 
 
 def _bundle(path: Path, rel: str, layer: str, problems: list[Problem]) -> list[Entry]:
@@ -244,22 +344,44 @@ def _bundle(path: Path, rel: str, layer: str, problems: list[Problem]) -> list[E
         return []
     problems.extend(fenced_yaml(raw, rel, data))
     if "tools" not in data and "hooks" not in data:
-        problems.append(Problem(path=rel, line=1, column=1, severity="warning", code="bundle-empty",
-                                message=f"bundle {rel} has no tools: or hooks: list, so it adds "
-                                "nothing; add one, or move single tools to .harness/tools/"))
+        problems.append(
+            Problem(
+                path=rel,
+                line=1,
+                column=1,
+                severity="warning",
+                code="bundle-empty",
+                message=f"bundle {rel} has no tools: or hooks: list, so it adds "
+                "nothing; add one, or move single tools to .harness/tools/",
+            )
+        )
     described = data.get("description")
     if described is not None and not isinstance(described, str):
         line, column = lines.key(("description",))
-        problems.append(Problem(path=rel, line=line, column=column, code="field-type",
-                                message=f"bundle {rel} description must be a string, got "
-                                f"{a_type(described)}"))
+        problems.append(
+            Problem(
+                path=rel,
+                line=line,
+                column=column,
+                code="field-type",
+                message=f"bundle {rel} description must be a string, got {a_type(described)}",
+            )
+        )
     for key in data:
         if key not in checks.BUNDLE_KEYS:
             line, column = lines.key((key,))
-            problems.append(Problem(path=rel, line=line, column=column, severity="warning",
-                                    code="unknown-key", message=f'bundle {rel} has unknown key '
-                                    f'"{key}"{suggest(str(key), checks.BUNDLE_KEYS)}; known keys: '
-                                    f"{', '.join(checks.BUNDLE_KEYS)}"))
+            problems.append(
+                Problem(
+                    path=rel,
+                    line=line,
+                    column=column,
+                    severity="warning",
+                    code="unknown-key",
+                    message=f"bundle {rel} has unknown key "
+                    f'"{key}"{suggest(str(key), checks.BUNDLE_KEYS)}; known keys: '
+                    f"{', '.join(checks.BUNDLE_KEYS)}",
+                )
+            )
     return list(_entries(data, lines, rel, layer, problems))
 
 
@@ -272,22 +394,41 @@ def _artifact(path: Path, rel: str, kind: str, problems: list[Problem]) -> Entry
     if fatal(probs):
         return None
     name = path.name[:-3]
-    return Entry(kind=kind, name=name, data=data, lines=lines, base=(), path=rel,
-                 layer=f"{kind}s", body=body, line=1)
+    return Entry(
+        kind=kind,
+        name=name,
+        data=data,
+        lines=lines,
+        base=(),
+        path=rel,
+        layer=f"{kind}s",
+        body=body,
+        line=1,
+    )
 
 
 # ai-harness artifact kinds harness does not read: folder or file -> what it is, what to do.
 UNSUPPORTED: dict[str, tuple[str, str]] = {
-    "agents": ("ai-harness sub-agent definitions", "harness has no sub-agents or delegation; "
-               "run each agent as its own harness project"),
-    "models": ("ai-harness model profiles (type: model)", "harness reads one model: block "
-               "in harness.md; copy the profile you use there"),
-    "compaction": ("ai-harness context-compaction policies (type: compaction)",
-                   "harness does not compact context; remove the folder"),
-    "context": ("ai-harness context sources", "harness sends only the harness.md body to the "
-                "model; move the text you need there"),
-    "identity.md": ("the ai-harness identity artifact (type: harness)", "harness uses the "
-                    "body of harness.md as the system prompt; move the text there"),
+    "agents": (
+        "ai-harness sub-agent definitions",
+        "harness has no sub-agents or delegation; run each agent as its own harness project",
+    ),
+    "models": (
+        "ai-harness model profiles (type: model)",
+        "harness reads one model: block in harness.md; copy the profile you use there",
+    ),
+    "compaction": (
+        "ai-harness context-compaction policies (type: compaction)",
+        "harness does not compact context; remove the folder",
+    ),
+    "context": (
+        "ai-harness context sources",
+        "harness sends only the harness.md body to the model; move the text you need there",
+    ),
+    "identity.md": (
+        "the ai-harness identity artifact (type: harness)",
+        "harness uses the body of harness.md as the system prompt; move the text there",
+    ),
 }
 
 
@@ -305,16 +446,25 @@ def unsupported_artifacts(dot: Path) -> list[Problem]:
         if name in UNSUPPORTED:
             what, how = UNSUPPORTED[name]
         elif not is_dir and name.endswith(".md"):
-            what, how = ("an ai-harness root-level artifact (bundle or context)",
-                         "harness reads bundles only from .harness/plugins/, builtins/ and "
-                         "overrides/; move it to .harness/plugins/ if it holds tools: or "
-                         "hooks: (its body is documentation there, not model context)")
+            what, how = (
+                "an ai-harness root-level artifact (bundle or context)",
+                "harness reads bundles only from .harness/plugins/, builtins/ and "
+                "overrides/; move it to .harness/plugins/ if it holds tools: or "
+                "hooks: (its body is documentation there, not model context)",
+            )
         else:
             continue
-        out.append(Problem(path=rel, line=0, column=0, severity="warning",
-                           code="artifact-unsupported",
-                           message=f"{rel} {'holds' if is_dir else 'is'} {what}; harness "
-                                   f"does not read it: {how}"))
+        out.append(
+            Problem(
+                path=rel,
+                line=0,
+                column=0,
+                severity="warning",
+                code="artifact-unsupported",
+                message=f"{rel} {'holds' if is_dir else 'is'} {what}; harness "
+                f"does not read it: {how}",
+            )
+        )
     return out
 
 
@@ -342,12 +492,18 @@ def fenced_yaml(raw: bytes, rel: str, data: Mapping[str, Any]) -> list[Problem]:
             continue
         for key in ("tools", "hooks"):
             if line.startswith(f"{key}:") and key not in data:
-                out.append(Problem(
-                    path=rel, line=index + 1, column=1, severity="warning",
-                    code="body-yaml-ignored",
-                    message=f"{rel} has `{key}:` in a fenced YAML block of its body, which is "
-                            f"never read; move the {key}: list into the frontmatter between "
-                            "the --- lines"))
+                out.append(
+                    Problem(
+                        path=rel,
+                        line=index + 1,
+                        column=1,
+                        severity="warning",
+                        code="body-yaml-ignored",
+                        message=f"{rel} has `{key}:` in a fenced YAML block of its body, which is "
+                        f"never read; move the {key}: list into the frontmatter between "
+                        "the --- lines",
+                    )
+                )
     return out
 
 
@@ -355,7 +511,7 @@ def _config_keys() -> tuple[str, ...]:
     return KNOWN_KEYS
 
 
-def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
+def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:  # noqa: C901
     """Load ``root``; return the project and the entry behind every spec.
 
     ``prepared`` maps the relative path of ``.harness/tools|hooks/*.md`` files to what
@@ -399,13 +555,21 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
             for key in config_data:
                 if key not in known:
                     line, column = config_lines.key((key,))
-                    problems.append(Problem(
-                        path=HARNESS_MD, line=line, column=column, severity="warning",
-                        code="config-unknown-key", message=f'harness.md has unknown key "{key}"'
-                        f"{suggest(str(key), known)}; known keys: {', '.join(known)}"))
+                    problems.append(
+                        Problem(
+                            path=HARNESS_MD,
+                            line=line,
+                            column=column,
+                            severity="warning",
+                            code="config-unknown-key",
+                            message=f'harness.md has unknown key "{key}"'
+                            f"{suggest(str(key), known)}; known keys: {', '.join(known)}",
+                        )
+                    )
             add(list(_entries(config_data, config_lines, HARNESS_MD, "inline", problems)), layered)
-            server_entries = servers.inline_entries(config_data.get("mcp_servers"), config_lines,
-                                                    HARNESS_MD, problems)
+            server_entries = servers.inline_entries(
+                config_data.get("mcp_servers"), config_lines, HARNESS_MD, problems
+            )
     config, cprobs = parse_config(config_data, root, HARNESS_MD, config_lines)
     problems.extend(cprobs)
 
@@ -433,31 +597,50 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
                 chosen[kind][e.name] = e
                 continue
             line, column = e.pos("name") if e.body is None else (1, 1)
-            problems.append(Problem(
-                path=e.path, line=line, column=column, code="duplicate-name",
-                message=f'{kind} "{e.name}" is defined more than once: in '
-                        f"{first.path}:{first.line} and in {e.path}:{line}; rename one, or put "
-                        "the replacement in "
-                        ".harness/overrides/ to replace it on purpose"))
+            problems.append(
+                Problem(
+                    path=e.path,
+                    line=line,
+                    column=column,
+                    code="duplicate-name",
+                    message=f'{kind} "{e.name}" is defined more than once: in '
+                    f"{first.path}:{first.line} and in {e.path}:{line}; rename one, or put "
+                    "the replacement in "
+                    ".harness/overrides/ to replace it on purpose",
+                )
+            )
     seen_override: dict[tuple[str, str], Entry] = {}
     for e in overrides:
         line, column = e.pos("name")
         ident = (e.kind, e.name)
         if ident in seen_override:
             first = seen_override[ident]
-            problems.append(Problem(
-                path=e.path, line=line, column=column, code="override-duplicate",
-                message=f'{e.kind} "{e.name}" is overridden more than once: in '
-                        f"{first.path}:{first.line} and in {e.path}:{line}; keep one override"))
+            problems.append(
+                Problem(
+                    path=e.path,
+                    line=line,
+                    column=column,
+                    code="override-duplicate",
+                    message=f'{e.kind} "{e.name}" is overridden more than once: in '
+                    f"{first.path}:{first.line} and in {e.path}:{line}; keep one override",
+                )
+            )
             continue
         seen_override[ident] = e
         if e.name not in chosen[e.kind]:
             defined = chosen[e.kind]
-            problems.append(Problem(
-                path=e.path, line=line, column=column, code="override-unused",
-                message=f'override of {e.kind} "{e.name}" replaces nothing: no lower layer defines '
-                        f"it{suggest(e.name, defined)}; fix the name, or move the {e.kind} to "
-                        f".harness/{e.kind}s/ if it is new"))
+            problems.append(
+                Problem(
+                    path=e.path,
+                    line=line,
+                    column=column,
+                    code="override-unused",
+                    message=f'override of {e.kind} "{e.name}" replaces nothing: '
+                    "no lower layer defines "
+                    f"it{suggest(e.name, defined)}; fix the name, or move the {e.kind} to "
+                    f".harness/{e.kind}s/ if it is new",
+                )
+            )
             continue
         chosen[e.kind][e.name] = e
 
@@ -492,8 +675,15 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:
     problems.extend(checks.collisions(tools, where))
     server_specs = _servers(dot, server_entries, problems)
     problems.sort(key=_order)
-    loaded.project = Project(root=root, config=config, system_prompt=system_prompt, tools=tools,
-                             hooks=tuple(hooks), problems=tuple(problems), servers=server_specs)
+    loaded.project = Project(
+        root=root,
+        config=config,
+        system_prompt=system_prompt,
+        tools=tools,
+        hooks=tuple(hooks),
+        problems=tuple(problems),
+        servers=server_specs,
+    )
     return loaded
 
 
@@ -510,10 +700,16 @@ def _servers(dot: Path, entries: list[Entry], problems: list[Problem]) -> dict[s
         if e.name in first:
             f = first[e.name]
             line, column = e.pos("name") if e.body is None else (1, 1)
-            problems.append(Problem(
-                path=e.path, line=line, column=column, code="duplicate-name",
-                message=f'server "{e.name}" is declared more than once: in {f.path}:{f.line} '
-                        f"and in {e.path}:{line}; remove or rename one"))
+            problems.append(
+                Problem(
+                    path=e.path,
+                    line=line,
+                    column=column,
+                    code="duplicate-name",
+                    message=f'server "{e.name}" is declared more than once: in {f.path}:{f.line} '
+                    f"and in {e.path}:{line}; remove or rename one",
+                )
+            )
             continue
         first[e.name] = e
         spec, errs = servers.build(e)

@@ -14,29 +14,76 @@ if TYPE_CHECKING:
 
 __all__ = ["Problem", "Severity"]  # and the specs below
 
-TOOL_EVENTS = ("tool.pre", "tool.post", "session.start", "session.end", "meta.tool_register",
-               "turn.start", "turn.end", "completion.pre", "completion.post", "agent.stop",
-               "error", "meta.register_tool")
+TOOL_EVENTS = (
+    "tool.pre",
+    "tool.post",
+    "session.start",
+    "session.end",
+    "meta.tool_register",
+    "turn.start",
+    "turn.end",
+    "completion.pre",
+    "completion.post",
+    "agent.stop",
+    "error",
+    "meta.register_tool",
+)
 
 # The keys each event's payload carries (harness/pipeline.py, core.py, agent/events.py);
 # validate warns when a hook reads a key its event never provides.
 _META_KEYS = ("name", "description", "parameters", "script", "by", "session", "replace")
 EVENT_PAYLOAD_KEYS: dict[str, tuple[str, ...]] = {
     "tool.pre": ("id", "name", "arguments", "args", "session"),
-    "tool.post": ("id", "call_id", "name", "arguments", "session", "result", "content",
-                  "is_error", "error", "duration_ms"),
+    "tool.post": (
+        "id",
+        "call_id",
+        "name",
+        "arguments",
+        "session",
+        "result",
+        "content",
+        "is_error",
+        "error",
+        "duration_ms",
+    ),
     "session.start": ("session",),
     "session.end": ("session",),
     "meta.tool_register": _META_KEYS,
     "meta.register_tool": _META_KEYS,
     "turn.start": ("message", "turn", "session"),
-    "turn.end": ("response", "tool_calls", "tool_results", "usage", "rounds", "turn",
-                 "Response", "ToolCalls", "ToolResults", "Usage", "session"),
+    "turn.end": (
+        "response",
+        "tool_calls",
+        "tool_results",
+        "usage",
+        "rounds",
+        "turn",
+        "Response",
+        "ToolCalls",
+        "ToolResults",
+        "Usage",
+        "session",
+    ),
     "completion.pre": ("model", "messages", "tools", "round", "session"),
-    "completion.post": ("model", "round", "text", "tool_calls", "finish_reason", "usage",
-                        "session"),
-    "agent.stop": ("response", "finish_reason", "iteration", "tool_calls", "tool_results",
-                   "usage", "turn", "session"),
+    "completion.post": (
+        "model",
+        "round",
+        "text",
+        "tool_calls",
+        "finish_reason",
+        "usage",
+        "session",
+    ),
+    "agent.stop": (
+        "response",
+        "finish_reason",
+        "iteration",
+        "tool_calls",
+        "tool_results",
+        "usage",
+        "turn",
+        "session",
+    ),
     "error": ("error", "kind", "turn", "session"),
 }
 
@@ -126,14 +173,19 @@ class RetrySpec:
             max_attempts=lower.max_attempts if self.max_attempts is None else self.max_attempts,
             retry_on=lower.retry_on if self.retry_on is None else self.retry_on,
             backoff_ms=lower.backoff_ms if self.backoff_ms is None else self.backoff_ms,
-            retry_non_idempotent=(lower.retry_non_idempotent if self.retry_non_idempotent
-                                  is None else self.retry_non_idempotent))
+            retry_non_idempotent=(
+                lower.retry_non_idempotent
+                if self.retry_non_idempotent is None
+                else self.retry_non_idempotent
+            ),
+        )
 
 
 # Each field's own default: one attempt (no retry), transient failures and HTTP 5xx
 # when retries are asked for, 200 ms doubling backoff, never a non-idempotent tool.
-DEFAULT_RETRY = RetrySpec(max_attempts=1, retry_on=("transient", "5xx"), backoff_ms=200,
-                          retry_non_idempotent=False)
+DEFAULT_RETRY = RetrySpec(
+    max_attempts=1, retry_on=("transient", "5xx"), backoff_ms=200, retry_non_idempotent=False
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,7 +225,6 @@ class ServerSpec:
         if settings is not None and settings.timeout_ms is not None:
             return settings.timeout_ms
         return self.timeout_ms
-
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

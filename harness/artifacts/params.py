@@ -20,18 +20,68 @@ TYPES = ("string", "number", "integer", "boolean", "object", "array")
 METASCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 
 # Draft 2020-12 keywords (all vocabularies) plus the common annotation keywords.
-KEYWORDS = frozenset((
-    "$id", "$schema", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary",
-    "$comment", "$defs", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
-    "dependentSchemas", "prefixItems", "items", "contains", "properties",
-    "patternProperties", "additionalProperties", "propertyNames", "unevaluatedItems",
-    "unevaluatedProperties", "type", "const", "enum", "multipleOf", "maximum",
-    "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern",
-    "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties",
-    "minProperties", "required", "dependentRequired", "title", "description", "default",
-    "deprecated", "readOnly", "writeOnly", "examples", "format", "contentEncoding",
-    "contentMediaType", "contentSchema", "nullable",
-))
+KEYWORDS = frozenset(
+    (
+        "$id",
+        "$schema",
+        "$ref",
+        "$anchor",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$vocabulary",
+        "$comment",
+        "$defs",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentSchemas",
+        "prefixItems",
+        "items",
+        "contains",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "type",
+        "const",
+        "enum",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxContains",
+        "minContains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "dependentRequired",
+        "title",
+        "description",
+        "default",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "examples",
+        "format",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
+        "nullable",
+    )
+)
 
 Pos = Callable[[tuple[Any, ...]], tuple[int, int]]
 
@@ -40,7 +90,7 @@ Pos = Callable[[tuple[Any, ...]], tuple[int, int]]
 TYPE_ALIASES = {"int": "integer", "bool": "boolean"}
 
 
-def build(
+def build(  # noqa: C901
     raw: Any, *, owner: str, path: str, pos: Pos, base: tuple[Any, ...] = ("parameters",)
 ) -> tuple[tuple[Parameter, ...], dict[str, Any], list[Problem]]:
     """Return ``(parameters, input_schema, problems)`` for one tool's ``parameters``.
@@ -52,8 +102,9 @@ def build(
 
     def err(at: tuple[Any, ...], code: str, msg: str, severity: str = "error") -> None:
         line, column = pos(at)
-        problems.append(Problem(path=path, line=line, column=column, code=code, message=msg,
-                                severity=severity))  # type: ignore[arg-type]
+        problems.append(
+            Problem(path=path, line=line, column=column, code=code, message=msg, severity=severity)  # type: ignore[arg-type]
+        )
 
     params: list[Parameter] = []
     properties: dict[str, Any] = {}
@@ -61,57 +112,89 @@ def build(
     if raw is None:
         return (), {"type": "object", "properties": properties, "required": required}, problems
     if not isinstance(raw, dict):
-        err(base, "parameters-invalid", f"{owner} parameters must be a mapping of parameter "
-            f"name to {{type: ..., description: ...}}, got {a_type(raw)}")
+        err(
+            base,
+            "parameters-invalid",
+            f"{owner} parameters must be a mapping of parameter "
+            f"name to {{type: ..., description: ...}}, got {a_type(raw)}",
+        )
         return (), {"type": "object", "properties": properties, "required": required}, problems
     for name, spec in raw.items():
         at = (*base, name)
         if not isinstance(name, str) or not name:
-            err(at, "parameter-invalid", f"{owner} parameter name {as_json(name)} must be a "
-                "non-empty string; quote it in the YAML")
+            err(
+                at,
+                "parameter-invalid",
+                f"{owner} parameter name {as_json(name)} must be a "
+                "non-empty string; quote it in the YAML",
+            )
             continue
         label = f'{owner} parameter "{name}"'
         if not isinstance(spec, dict):
             hint = f" (write `{name}: {{type: {spec}}}`)" if spec in TYPES else ""
-            err(at, "parameter-invalid", f"{label} must be a mapping with at least a type, got "
-                f"{a_type(spec)}{hint}")
+            err(
+                at,
+                "parameter-invalid",
+                f"{label} must be a mapping with at least a type, got {a_type(spec)}{hint}",
+            )
             continue
         ptype = spec.get("type")
         ok = True
         if isinstance(ptype, str) and ptype in TYPE_ALIASES:
             # ai-harness documents `int` / `bool`; load them as the JSON Schema names.
             wanted = TYPE_ALIASES[ptype]
-            err((*at, "type"), "parameter-type-alias", f'{label} type "{ptype}" is loaded as '
-                f'"{wanted}"; write `type: {wanted}` (JSON Schema names the type so)', "warning")
+            err(
+                (*at, "type"),
+                "parameter-type-alias",
+                f'{label} type "{ptype}" is loaded as '
+                f'"{wanted}"; write `type: {wanted}` (JSON Schema names the type so)',
+                "warning",
+            )
             ptype = wanted
             spec = {**spec, "type": wanted}
         if ptype is None:
-            err(at, "parameter-type-missing", f"{label} has no type; add `type:` with one of "
-                f"{', '.join(TYPES)}")
+            err(
+                at,
+                "parameter-type-missing",
+                f"{label} has no type; add `type:` with one of {', '.join(TYPES)}",
+            )
             ok = False
         elif not isinstance(ptype, str) or ptype not in TYPES:
-            err((*at, "type"), "parameter-type-invalid", f"{label} type must be one of "
-                f"{', '.join(TYPES)}; got {as_json(ptype)}{suggest(str(ptype), TYPES)}")
+            err(
+                (*at, "type"),
+                "parameter-type-invalid",
+                f"{label} type must be one of "
+                f"{', '.join(TYPES)}; got {as_json(ptype)}{suggest(str(ptype), TYPES)}",
+            )
             ok = False
         req = spec.get("required", False)
         if not isinstance(req, bool):
-            err((*at, "required"), "parameter-required-invalid", f"{label} required must be true "
-                f"or false, got {as_json(req)}")
+            err(
+                (*at, "required"),
+                "parameter-required-invalid",
+                f"{label} required must be true or false, got {as_json(req)}",
+            )
             req = False
         desc = spec.get("description", "")
         if desc is None:
             desc = ""
         if not isinstance(desc, str):
-            err((*at, "description"), "parameter-description-invalid",
-                f"{label} description must be a string, got {a_type(desc)}")
+            err(
+                (*at, "description"),
+                "parameter-description-invalid",
+                f"{label} description must be a string, got {a_type(desc)}",
+            )
             desc = ""
         for key_path, message, prose in unknown_keywords(spec):
             if key_path == ("required",):
                 continue  # our own keyword, lifted into the object's required list
             where = "" if len(key_path) == 1 else f" at {json_path(key_path[:-1])}"
-            err((*at, *key_path), "schema-flow-comma" if prose else "parameter-unknown-key",
+            err(
+                (*at, *key_path),
+                "schema-flow-comma" if prose else "parameter-unknown-key",
                 f"{label}{where}: {message}" if prose else f"{label}{where} has {message}",
-                "warning")
+                "warning",
+            )
         schema = {k: v for k, v in spec.items() if k != "required"}
         if not desc:
             schema.pop("description", None)
@@ -119,38 +202,47 @@ def build(
         if req:
             required.append(name)
         if ok:
-            params.append(Parameter(name=name, type=str(ptype), description=desc, required=req,
-                                    schema=schema))
+            params.append(
+                Parameter(name=name, type=str(ptype), description=desc, required=req, schema=schema)
+            )
     schema_out = {"type": "object", "properties": properties, "required": required}
     return tuple(params), schema_out, problems
 
 
 def looks_like_prose(key: Any, value: Any) -> bool:
     """A key that is a piece of a sentence with no value: a comma inside ``{...}``."""
-    return isinstance(key, str) and value is None and (" " in key.strip()
-                                                       or key.rstrip().endswith("."))
+    return (
+        isinstance(key, str)
+        and value is None
+        and (" " in key.strip() or key.rstrip().endswith("."))
+    )
 
 
 def flow_comma_hint(key: str, node: Mapping[str, Any]) -> str:
     """Why ``key`` is a key: YAML's flow mapping ends a plain value at a comma."""
     cut = [k for k, v in node.items() if isinstance(k, str) and isinstance(v, str)]
     was = f' (so "{cut[-1]}" is only "{node[cut[-1]]}")' if cut else ""
-    return (f'"{key}" looks like a piece of a sentence, not a keyword: inside a YAML flow '
-            "mapping {...} an unquoted comma ends the value and the rest of the text "
-            f"becomes keys with no value{was}; quote the text (\"...\") or write the "
-            "mapping in block style, one key per line")
+    return (
+        f'"{key}" looks like a piece of a sentence, not a keyword: inside a YAML flow '
+        "mapping {...} an unquoted comma ends the value and the rest of the text "
+        f'becomes keys with no value{was}; quote the text ("...") or write the '
+        "mapping in block style, one key per line"
+    )
 
 
 def unknown_keyword_message(key: str, node: Mapping[str, Any]) -> str:
     """The explanation of one key that is not a JSON Schema keyword."""
     if looks_like_prose(key, node.get(key)):
         return flow_comma_hint(key, node)
-    return (f'unknown key "{key}"{suggest(key, KEYWORDS)}; it is passed through to the '
-            "JSON Schema but no validator uses it")
+    return (
+        f'unknown key "{key}"{suggest(key, KEYWORDS)}; it is passed through to the '
+        "JSON Schema but no validator uses it"
+    )
 
 
-def unknown_keywords(schema: Any, *, skip_root: bool = False
-                     ) -> Iterator[tuple[tuple[Any, ...], str, bool]]:
+def unknown_keywords(
+    schema: Any, *, skip_root: bool = False
+) -> Iterator[tuple[tuple[Any, ...], str, bool]]:
     """``(key path, message, is_prose)`` for every key of every subschema that is not a
     JSON Schema keyword (``properties`` names are names, not keywords)."""
     stack: list[tuple[Any, tuple[Any, ...]]] = [(schema, ())]
@@ -161,8 +253,11 @@ def unknown_keywords(schema: Any, *, skip_root: bool = False
         if path or not skip_root:
             for key in node:
                 if isinstance(key, str) and key not in KEYWORDS:
-                    yield (*path, key), unknown_keyword_message(key, node), \
-                        looks_like_prose(key, node[key])
+                    yield (
+                        (*path, key),
+                        unknown_keyword_message(key, node),
+                        looks_like_prose(key, node[key]),
+                    )
         for key, value in reversed(list(node.items())):
             at = (*path, key)
             if key in _SCHEMA_MAPS and isinstance(value, Mapping):
@@ -203,9 +298,21 @@ def schema_errors(schema: Any) -> Iterator[tuple[tuple[Any, ...], str]]:
 # Keywords whose value is a map of name -> subschema, a list of subschemas, or one subschema.
 _SCHEMA_MAPS = frozenset(("properties", "patternProperties", "$defs", "dependentSchemas"))
 _SCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
-_SCHEMA_ONE = frozenset(("items", "contains", "additionalProperties", "propertyNames", "not",
-                         "if", "then", "else", "unevaluatedItems", "unevaluatedProperties",
-                         "contentSchema"))
+_SCHEMA_ONE = frozenset(
+    (
+        "items",
+        "contains",
+        "additionalProperties",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contentSchema",
+    )
+)
 CompileError = tuple[tuple[Any, ...], tuple[Any, ...], str]  # (JSON path, key path, message)
 
 
@@ -228,8 +335,9 @@ def compile_error(schema: Mapping[str, Any]) -> BaseException | None:
     return None
 
 
-def compile_errors(schema: Mapping[str, Any], root: str,
-                   failure: BaseException) -> Iterator[CompileError]:
+def compile_errors(
+    schema: Mapping[str, Any], root: str, failure: BaseException
+) -> Iterator[CompileError]:
     """Explain a compile ``failure`` of a schema that passed :func:`schema_errors`.
 
     A walk names every bad ``pattern``, ``patternProperties`` key and ``$ref`` with its
@@ -247,7 +355,7 @@ def compile_errors(schema: Mapping[str, Any], root: str,
     yield path, path, f"cannot be compiled: {message}"
 
 
-def _walk(schema: Mapping[str, Any], root: str) -> Iterator[CompileError]:
+def _walk(schema: Mapping[str, Any], root: str) -> Iterator[CompileError]:  # noqa: C901
     stack: list[tuple[Any, tuple[Any, ...]]] = [(schema, ())]
     while stack:
         node, path = stack.pop()
@@ -284,8 +392,10 @@ def regex_error(pattern: str) -> str | None:
     try:
         jsonschema_rs.validator_for({"pattern": pattern})
     except Exception:  # noqa: BLE001 - any refusal is the answer
-        return (f'"{pattern}" is not a valid regular expression; patterns use ECMA-262 '
-                "(JavaScript) syntax: escape a literal ( ) [ ] { } with a backslash")
+        return (
+            f'"{pattern}" is not a valid regular expression; patterns use ECMA-262 '
+            "(JavaScript) syntax: escape a literal ( ) [ ] { } with a backslash"
+        )
     return None
 
 
@@ -315,37 +425,79 @@ def _ref_error(ref: str, schema: Mapping[str, Any], root: str) -> str | None:
             elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
                 node = node[int(part)]
             else:
-                return (f'"{ref}" points to nothing: "#" is {root}; point at something in it '
-                        "or inline the schema")
+                return (
+                    f'"{ref}" points to nothing: "#" is {root}; point at something in it '
+                    "or inline the schema"
+                )
         return None
     if _bundled(ref):
         return None
-    return (f'"{ref}" is a remote reference; harness does not fetch schemas (no network '
-            "at validate or call time): inline the schema instead")
+    return (
+        f'"{ref}" is a remote reference; harness does not fetch schemas (no network '
+        "at validate or call time): inline the schema instead"
+    )
 
 
 # -- the parameter entry of the published editor schemas (harness/schemas/*.json) ----------
 
 _VOCAB = "https://json-schema.org/draft/2020-12/meta/"
 _VOCABULARIES = {
-    "core": ("$id", "$schema", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor",
-             "$vocabulary", "$comment"),
-    "validation": ("type", "const", "enum", "multipleOf", "maximum", "exclusiveMaximum",
-                   "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern",
-                   "maxItems", "minItems", "uniqueItems", "maxContains", "minContains",
-                   "maxProperties", "minProperties", "required", "dependentRequired"),
-    "meta-data": ("title", "description", "default", "deprecated", "readOnly", "writeOnly",
-                  "examples"),
+    "core": (
+        "$id",
+        "$schema",
+        "$ref",
+        "$anchor",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$vocabulary",
+        "$comment",
+    ),
+    "validation": (
+        "type",
+        "const",
+        "enum",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxContains",
+        "minContains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "dependentRequired",
+    ),
+    "meta-data": (
+        "title",
+        "description",
+        "default",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "examples",
+    ),
     "format-annotation": ("format",),
     "content": ("contentEncoding", "contentMediaType"),
 }
 # What the keywords of our own (required, type, description) mean for a parameter.
 OWN_KEYWORDS: dict[str, dict[str, Any]] = {
     "type": {"enum": list(TYPES), "description": "JSON type of the argument."},
-    "description": {"type": ["string", "null"],
-                    "description": "Shown to the model; omitted when empty."},
-    "required": {"type": "boolean", "default": False,
-                 "description": "Lifted into the object's `required` list."},
+    "description": {
+        "type": ["string", "null"],
+        "description": "Shown to the model; omitted when empty.",
+    },
+    "required": {
+        "type": "boolean",
+        "default": False,
+        "description": "Lifted into the object's `required` list.",
+    },
 }
 
 
@@ -372,6 +524,10 @@ def parameter_schema() -> dict[str, Any]:
     properties = dict(OWN_KEYWORDS)
     for keyword in sorted(KEYWORDS - set(OWN_KEYWORDS)):
         properties[keyword] = keyword_schema(keyword)
-    return {"type": "object", "description": "One argument: a JSON Schema plus `required` "
-            "(bool) and a mandatory `type`.", "required": ["type"], "properties": properties,
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "description": "One argument: a JSON Schema plus `required` (bool) and a mandatory `type`.",
+        "required": ["type"],
+        "properties": properties,
+        "additionalProperties": False,
+    }

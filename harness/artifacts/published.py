@@ -26,9 +26,13 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
     ``harness/schemas/<kind>.schema.json`` holds exactly this; a test keeps them equal
     and checks that they agree with validate on every fixture.
     """
+
     def obj(fields: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "object", "properties": dict(fields),
-                               "additionalProperties": False}
+        out: dict[str, Any] = {
+            "type": "object",
+            "properties": dict(fields),
+            "additionalProperties": False,
+        }
         if required:
             out["required"] = list(required)
         return out
@@ -39,14 +43,18 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
         "hook": obj(HOOK_FIELDS, HOOK_REQUIRED),
         "toolEntry": obj({**ENTRY_FIELDS, **TOOL_FIELDS}, ("name",)),
         # ai-harness keys bundle and inline hooks by `handler:` (the same as `name:`).
-        "hookEntry": {**obj({**ENTRY_FIELDS, "handler": ENTRY_FIELDS["name"], **HOOK_FIELDS},
-                            HOOK_REQUIRED),
-                      "anyOf": [{"required": ["name"]}, {"required": ["handler"]}]},
+        "hookEntry": {
+            **obj({**ENTRY_FIELDS, "handler": ENTRY_FIELDS["name"], **HOOK_FIELDS}, HOOK_REQUIRED),
+            "anyOf": [{"required": ["name"]}, {"required": ["handler"]}],
+        },
     }
     title, description = SCHEMA_FILES[kind]
-    head: dict[str, Any] = {"$schema": METASCHEMA_URI,
-                            "$id": f"https://harness.dev/schemas/{kind}.schema.json",
-                            "title": title, "description": description}
+    head: dict[str, Any] = {
+        "$schema": METASCHEMA_URI,
+        "$id": f"https://harness.dev/schemas/{kind}.schema.json",
+        "title": title,
+        "description": description,
+    }
     if kind == "server":
         return {**head, **server_schema()}
     if kind in ("tool", "hook"):
@@ -54,17 +62,28 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
     elif kind == "bundle":
         body = obj(BUNDLE_FIELDS)
     else:
-        body = obj({"tools": BUNDLE_FIELDS["tools"], "hooks": BUNDLE_FIELDS["hooks"],
-                    "workspace": {"type": ["string", "null"],
-                                  "description": "Jail root: an existing directory inside the "
-                                  "project root."},
-                    "arguments": {"enum": list(ARGUMENTS), "default": "note",
-                                  "description": "Unknown argument names: note (run, and say "
-                                  "so in the result) or strict (refuse the call)."},
-                    "mcp_servers": {"type": "object", "description": "Upstream MCP servers: "
-                                    "name -> settings (docs/mcp-servers.md).",
-                                    "additionalProperties": {"$ref": "#/$defs/server"}},
-                    **section_schemas()})
+        body = obj(
+            {
+                "tools": BUNDLE_FIELDS["tools"],
+                "hooks": BUNDLE_FIELDS["hooks"],
+                "workspace": {
+                    "type": ["string", "null"],
+                    "description": "Jail root: an existing directory inside the project root.",
+                },
+                "arguments": {
+                    "enum": list(ARGUMENTS),
+                    "default": "note",
+                    "description": "Unknown argument names: note (run, and say "
+                    "so in the result) or strict (refuse the call).",
+                },
+                "mcp_servers": {
+                    "type": "object",
+                    "description": "Upstream MCP servers: name -> settings (docs/mcp-servers.md).",
+                    "additionalProperties": {"$ref": "#/$defs/server"},
+                },
+                **section_schemas(),
+            }
+        )
         defs["server"] = server_schema()
     return {**head, **body, "$defs": defs}
 

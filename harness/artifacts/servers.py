@@ -29,11 +29,26 @@ ANY_REF_RE = re.compile(r"\$\{[^}]*\}")
 RETRY_CLASSES = ("transient", "timeout", "5xx")
 LOADING = ("eager", "deferred")
 SANDBOX = ("auto", "required", "off")
-SERVER_KEYS = ("command", "env", "cwd", "url", "headers", "tools", "per_tool", "timeout_ms",
-               "loading", "retry", "sandbox", "network", "enabled")
+SERVER_KEYS = (
+    "command",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "tools",
+    "per_tool",
+    "timeout_ms",
+    "loading",
+    "retry",
+    "sandbox",
+    "network",
+    "enabled",
+)
 INLINE_KEYS = (*SERVER_KEYS, "description")
 RETRY_KEYS = ("max_attempts", "retry_on", "backoff_ms", "retry_non_idempotent")
 PER_TOOL_KEYS = ("timeout_ms", "retry")
+
+
 def env_refs(value: str) -> list[str]:
     """The operator environment variables a value names with ``${env:NAME}``."""
     return ENV_REF_RE.findall(value)
@@ -44,16 +59,21 @@ def expand(value: str, environ: Mapping[str, str]) -> str:
     return ENV_REF_RE.sub(lambda m: environ[m.group(1)], value)
 
 
-def build(entry: Entry) -> tuple[ServerSpec, list[Problem]]:
+def build(entry: Entry) -> tuple[ServerSpec, list[Problem]]:  # noqa: C901
     """A server spec from its declaration; every problem names the file and line."""
     errs: list[Problem] = []
     data = entry.data
     label = entry.label
     errs.extend(unknown_keys(entry, SERVER_KEYS if entry.body is not None else INLINE_KEYS))
     if not SERVER_NAME_RE.fullmatch(entry.name):
-        errs.append(entry.problem(("name",) if entry.body is None else (), "name-invalid",
-                                  f'{label}: the name must match [A-Za-z][A-Za-z0-9_-]{{0,31}} '
-                                  '(no dots: its tools are named "SERVER.TOOL")'))
+        errs.append(
+            entry.problem(
+                ("name",) if entry.body is None else (),
+                "name-invalid",
+                f"{label}: the name must match [A-Za-z][A-Za-z0-9_-]{{0,31}} "
+                '(no dots: its tools are named "SERVER.TOOL")',
+            )
+        )
     values: dict[str, Any] = {}
 
     def bad(keys: tuple[Any, ...], msg: str, code: str = "field-invalid") -> None:
@@ -63,15 +83,27 @@ def build(entry: Entry) -> tuple[ServerSpec, list[Problem]]:
     if command is not None and url is not None:
         bad(("url",), "has both command (stdio) and url (HTTP); keep one")
     elif command is None and url is None:
-        errs.append(entry.problem((), "server-transport", f"{label} needs either command: "
-                                  "[program, args...] (stdio) or url: (streamable HTTP)"))
+        errs.append(
+            entry.problem(
+                (),
+                "server-transport",
+                f"{label} needs either command: "
+                "[program, args...] (stdio) or url: (streamable HTTP)",
+            )
+        )
     if command is not None:
         if isinstance(command, str):
             command = command.split()
-        if not isinstance(command, list) or not command or not all(
-                isinstance(c, str) and c for c in command):
-            bad(("command",), "command must be a non-empty list of strings "
-                "[program, arg, ...], got " + a_type(command))
+        if (
+            not isinstance(command, list)
+            or not command
+            or not all(isinstance(c, str) and c for c in command)
+        ):
+            bad(
+                ("command",),
+                "command must be a non-empty list of strings "
+                "[program, arg, ...], got " + a_type(command),
+            )
         else:
             values["command"] = tuple(command)
             values["transport"] = "stdio"
@@ -91,14 +123,20 @@ def build(entry: Entry) -> tuple[ServerSpec, list[Problem]]:
         out: dict[str, str] = {}
         for k, v in raw.items():
             if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-                bad((key, k), f'{key} "{k}" must be a string (an explicit value or '
-                    f"${{env:NAME}}), got {a_type(v)}")
+                bad(
+                    (key, k),
+                    f'{key} "{k}" must be a string (an explicit value or '
+                    f"${{env:NAME}}), got {a_type(v)}",
+                )
                 continue
             text = str(v)
             for ref in ANY_REF_RE.findall(text):
                 if not ENV_REF_RE.fullmatch(ref):
-                    bad((key, k), f'{key} "{k}" has {ref}; the only substitution is '
-                        "${env:NAME} (a variable of the operator's environment)")
+                    bad(
+                        (key, k),
+                        f'{key} "{k}" has {ref}; the only substitution is '
+                        "${env:NAME} (a variable of the operator's environment)",
+                    )
             out[str(k)] = text
         values[key] = out
     if "env" in values and "url" in values:
@@ -129,8 +167,11 @@ def build(entry: Entry) -> tuple[ServerSpec, list[Problem]]:
     net = data.get("network")
     if net is not None:
         domains = net.get("allowed_domains") if isinstance(net, Mapping) else None
-        if not isinstance(net, Mapping) or not isinstance(domains, list) or not all(
-                isinstance(d, str) and d for d in domains):
+        if (
+            not isinstance(net, Mapping)
+            or not isinstance(domains, list)
+            or not all(isinstance(d, str) and d for d in domains)
+        ):
             bad(("network",), "network must be {allowed_domains: [domain, ...]}")
         else:
             values["allowed_domains"] = tuple(domains)
@@ -142,14 +183,16 @@ def build(entry: Entry) -> tuple[ServerSpec, list[Problem]]:
             values["enabled"] = enabled
     errs.extend(_sandbox_problems(entry, values))
     description = entry.body if entry.body is not None else str(data.get("description") or "")
-    spec = ServerSpec(name=entry.name, description=description,
-                      source=Source(path=entry.path, line=entry.line, layer=entry.layer),
-                      **values)
+    spec = ServerSpec(
+        name=entry.name,
+        description=description,
+        source=Source(path=entry.path, line=entry.line, layer=entry.layer),
+        **values,
+    )
     return spec, errs
 
 
-def _timeout(raw: Any, keys: tuple[Any, ...], dest: str, values: dict[str, Any],
-             bad: Any) -> None:
+def _timeout(raw: Any, keys: tuple[Any, ...], dest: str, values: dict[str, Any], bad: Any) -> None:
     if raw is None:
         return
     if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
@@ -158,7 +201,7 @@ def _timeout(raw: Any, keys: tuple[Any, ...], dest: str, values: dict[str, Any],
         values[dest] = raw
 
 
-def _tools(entry: Entry, values: dict[str, Any], bad: Any) -> None:
+def _tools(entry: Entry, values: dict[str, Any], bad: Any) -> None:  # noqa: C901
     raw = entry.data.get("tools")
     if raw is not None:
         if not isinstance(raw, Mapping):
@@ -166,8 +209,11 @@ def _tools(entry: Entry, values: dict[str, Any], bad: Any) -> None:
         else:
             for key in raw:
                 if key not in ("allow", "deny"):
-                    bad(("tools", key), f'tools has unknown key "{key}"'
-                        f"{suggest(str(key), ('allow', 'deny'))}; known keys: allow, deny")
+                    bad(
+                        ("tools", key),
+                        f'tools has unknown key "{key}"'
+                        f"{suggest(str(key), ('allow', 'deny'))}; known keys: allow, deny",
+                    )
             for key in ("allow", "deny"):
                 globs = raw.get(key)
                 if globs is None:
@@ -189,59 +235,80 @@ def _tools(entry: Entry, values: dict[str, Any], bad: Any) -> None:
             continue
         for key in settings:
             if key not in PER_TOOL_KEYS:
-                bad(("per_tool", tool, key), f'per_tool "{tool}" has unknown key "{key}"'
-                    f"{suggest(str(key), PER_TOOL_KEYS)}; known keys: {', '.join(PER_TOOL_KEYS)}")
+                bad(
+                    ("per_tool", tool, key),
+                    f'per_tool "{tool}" has unknown key "{key}"'
+                    f"{suggest(str(key), PER_TOOL_KEYS)}; known keys: {', '.join(PER_TOOL_KEYS)}",
+                )
         one: dict[str, Any] = {}
-        _timeout(settings.get("timeout_ms"), ("per_tool", tool, "timeout_ms"), "timeout_ms",
-                 one, bad)
+        _timeout(
+            settings.get("timeout_ms"), ("per_tool", tool, "timeout_ms"), "timeout_ms", one, bad
+        )
         if settings.get("retry") is not None:
             one["retry"] = _retry(settings["retry"], ("per_tool", tool, "retry"), bad)
         out[str(tool)] = ToolSettings(**one)
     values["per_tool"] = out
 
 
-def _retry(raw: Any, keys: tuple[Any, ...], bad: Any) -> RetrySpec:
+def _retry(raw: Any, keys: tuple[Any, ...], bad: Any) -> RetrySpec:  # noqa: C901
     where = ".".join(str(k) for k in keys)
     if not isinstance(raw, Mapping):
-        bad(keys, f"{where} must be a mapping {{max_attempts, retry_on, backoff_ms}}, "
-            f"got {a_type(raw)}")
+        bad(
+            keys,
+            f"{where} must be a mapping {{max_attempts, retry_on, backoff_ms}}, got {a_type(raw)}",
+        )
         return RetrySpec()
     out: dict[str, Any] = {}
     for key in raw:
         if key not in RETRY_KEYS:
-            bad((*keys, key), f'{where} has unknown key "{key}"{suggest(str(key), RETRY_KEYS)}; '
-                f"known keys: {', '.join(RETRY_KEYS)}")
+            bad(
+                (*keys, key),
+                f'{where} has unknown key "{key}"{suggest(str(key), RETRY_KEYS)}; '
+                f"known keys: {', '.join(RETRY_KEYS)}",
+            )
     n = raw.get("max_attempts")
     if n is not None:
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10:
-            bad((*keys, "max_attempts"), f"{where}.max_attempts must be an integer from 1 to 10 "
-                f"(every attempt counts, the first included), got {n!r}")
+            bad(
+                (*keys, "max_attempts"),
+                f"{where}.max_attempts must be an integer from 1 to 10 "
+                f"(every attempt counts, the first included), got {n!r}",
+            )
         else:
             out["max_attempts"] = n
     on = raw.get("retry_on")
     if on is not None:
         if not isinstance(on, list) or not all(isinstance(c, str) for c in on):
-            bad((*keys, "retry_on"), f"{where}.retry_on must be a list of failure classes "
-                f"({', '.join(RETRY_CLASSES)})")
+            bad(
+                (*keys, "retry_on"),
+                f"{where}.retry_on must be a list of failure classes ({', '.join(RETRY_CLASSES)})",
+            )
         else:
             unknown = [c for c in on if c not in RETRY_CLASSES]
             for c in unknown:
-                bad((*keys, "retry_on"), f'{where}.retry_on has unknown failure class "{c}"'
-                    f"{suggest(c, RETRY_CLASSES)}; known classes: {', '.join(RETRY_CLASSES)}")
+                bad(
+                    (*keys, "retry_on"),
+                    f'{where}.retry_on has unknown failure class "{c}"'
+                    f"{suggest(c, RETRY_CLASSES)}; known classes: {', '.join(RETRY_CLASSES)}",
+                )
             if not unknown:
                 out["retry_on"] = tuple(on)
     b = raw.get("backoff_ms")
     if b is not None:
         if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= 60000:
-            bad((*keys, "backoff_ms"), f"{where}.backoff_ms must be an integer from 0 to 60000, "
-                f"got {b!r}")
+            bad(
+                (*keys, "backoff_ms"),
+                f"{where}.backoff_ms must be an integer from 0 to 60000, got {b!r}",
+            )
         else:
             out["backoff_ms"] = b
     ni = raw.get("retry_non_idempotent")
     if ni is not None:
         if not isinstance(ni, bool):
-            bad((*keys, "retry_non_idempotent"), f"{where}.retry_non_idempotent must be true "
-                "or false")
+            bad(
+                (*keys, "retry_non_idempotent"),
+                f"{where}.retry_non_idempotent must be true or false",
+            )
         else:
             out["retry_non_idempotent"] = ni
     return RetrySpec(**out)
@@ -251,23 +318,39 @@ def _sandbox_problems(entry: Entry, values: Mapping[str, Any]) -> Iterator[Probl
     stdio = values.get("transport", "stdio") == "stdio" and "url" not in values
     sandbox = values.get("sandbox")
     if stdio and sandbox == "off":
-        yield entry.problem(("sandbox",), "server-unsandboxed",
-                            f"{entry.label} runs WITHOUT the command sandbox (sandbox: off): "
-                            "it can read and write anything this user can, and reach the "
-                            "network; remove sandbox: off unless the server needs that",
-                            severity="warning")
+        yield entry.problem(
+            ("sandbox",),
+            "server-unsandboxed",
+            f"{entry.label} runs WITHOUT the command sandbox (sandbox: off): "
+            "it can read and write anything this user can, and reach the "
+            "network; remove sandbox: off unless the server needs that",
+            severity="warning",
+        )
     if not stdio and sandbox is not None:
-        yield entry.problem(("sandbox",), "field-invalid", f"{entry.label} sandbox applies to "
-                            "stdio servers only (an HTTP server runs elsewhere); remove it",
-                            severity="warning")
+        yield entry.problem(
+            ("sandbox",),
+            "field-invalid",
+            f"{entry.label} sandbox applies to "
+            "stdio servers only (an HTTP server runs elsewhere); remove it",
+            severity="warning",
+        )
     if values.get("allowed_domains") and stdio and sandbox == "off":
-        yield entry.problem(("network",), "server-network", (
-            f"{entry.label} network.allowed_domains has no effect with sandbox: off (the "
-            "server then has the whole network); remove sandbox: off to limit it"),
-            severity="warning")
+        yield entry.problem(
+            ("network",),
+            "server-network",
+            (
+                f"{entry.label} network.allowed_domains has no effect with sandbox: off (the "
+                "server then has the whole network); remove sandbox: off to limit it"
+            ),
+            severity="warning",
+        )
     if values.get("allowed_domains") and not stdio:
-        yield entry.problem(("network",), "field-invalid", f"{entry.label} network applies to "
-                            "stdio servers only; remove it", severity="warning")
+        yield entry.problem(
+            ("network",),
+            "field-invalid",
+            f"{entry.label} network applies to stdio servers only; remove it",
+            severity="warning",
+        )
 
 
 def inline_entries(raw: Any, lines: Any, path: str, problems: list[Problem]) -> list[Entry]:
@@ -276,20 +359,44 @@ def inline_entries(raw: Any, lines: Any, path: str, problems: list[Problem]) -> 
         return []
     if not isinstance(raw, Mapping):
         line, column = lines.key(("mcp_servers",))
-        problems.append(Problem(path=path, line=line, column=column, code="config-invalid",
-                                message="mcp_servers must be a mapping NAME: {command: ..., "
-                                f"...}}, got {a_type(raw)}"))
+        problems.append(
+            Problem(
+                path=path,
+                line=line,
+                column=column,
+                code="config-invalid",
+                message="mcp_servers must be a mapping NAME: {command: ..., "
+                f"...}}, got {a_type(raw)}",
+            )
+        )
         return []
     out = []
     for name, data in raw.items():
         line, column = lines.key(("mcp_servers", name))
         if not isinstance(data, Mapping):
-            problems.append(Problem(path=path, line=line, column=column, code="entry-invalid",
-                                    message=f'mcp_servers "{name}" must be a mapping of '
-                                    f"settings, got {a_type(data)}"))
+            problems.append(
+                Problem(
+                    path=path,
+                    line=line,
+                    column=column,
+                    code="entry-invalid",
+                    message=f'mcp_servers "{name}" must be a mapping of '
+                    f"settings, got {a_type(data)}",
+                )
+            )
             continue
-        out.append(Entry(kind="server", name=str(name), data=data, lines=lines,
-                         base=("mcp_servers", name), path=path, layer="inline", line=line))
+        out.append(
+            Entry(
+                kind="server",
+                name=str(name),
+                data=data,
+                lines=lines,
+                base=("mcp_servers", name),
+                path=path,
+                layer="inline",
+                line=line,
+            )
+        )
     return out
 
 
@@ -297,33 +404,63 @@ def server_schema() -> dict[str, Any]:
     """JSON Schema of a server declaration (``.harness/servers/NAME.md`` frontmatter and
     each ``mcp_servers:`` entry), published for editors."""
     values = {"type": "object", "additionalProperties": {"type": ["string", "number"]}}
-    retry = {"type": "object", "additionalProperties": False, "properties": {
-        "max_attempts": {"type": "integer", "minimum": 1, "maximum": 10,
-                         "description": "Every attempt counts, the first included."},
-        "retry_on": {"type": "array", "items": {"enum": list(RETRY_CLASSES)}},
-        "backoff_ms": {"type": "integer", "minimum": 0, "maximum": 60000},
-        "retry_non_idempotent": {"type": "boolean"}}}
+    retry = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "max_attempts": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 10,
+                "description": "Every attempt counts, the first included.",
+            },
+            "retry_on": {"type": "array", "items": {"enum": list(RETRY_CLASSES)}},
+            "backoff_ms": {"type": "integer", "minimum": 0, "maximum": 60000},
+            "retry_non_idempotent": {"type": "boolean"},
+        },
+    }
     timeout = {"type": "integer", "minimum": 1}
     globs = {"type": "array", "items": {"type": "string"}}
-    return {"type": "object", "additionalProperties": False, "properties": {
-        "command": {"type": ["array", "string"], "items": {"type": "string", "minLength": 1},
-                    "minItems": 1, "description": "stdio server: [program, args...]"},
-        "env": {**values, "description": "Values, or ${env:NAME} from the operator's "
-                "environment."},
-        "cwd": {"type": "string"},
-        "url": {"type": "string", "pattern": "^https?://", "description": "streamable HTTP"},
-        "headers": values,
-        "tools": {"type": "object", "additionalProperties": False,
-                  "properties": {"allow": globs, "deny": globs}},
-        "per_tool": {"type": "object", "additionalProperties": {
-            "type": "object", "additionalProperties": False,
-            "properties": {"timeout_ms": timeout, "retry": retry}}},
-        "timeout_ms": timeout,
-        "loading": {"enum": list(LOADING)},
-        "retry": retry,
-        "sandbox": {"enum": [*SANDBOX, False]},
-        "network": {"type": "object", "additionalProperties": False, "properties": {
-            "allowed_domains": {"type": "array", "items": {"type": "string"}}}},
-        "enabled": {"type": "boolean"},
-        "description": {"type": "string"},
-    }}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "command": {
+                "type": ["array", "string"],
+                "items": {"type": "string", "minLength": 1},
+                "minItems": 1,
+                "description": "stdio server: [program, args...]",
+            },
+            "env": {
+                **values,
+                "description": "Values, or ${env:NAME} from the operator's environment.",
+            },
+            "cwd": {"type": "string"},
+            "url": {"type": "string", "pattern": "^https?://", "description": "streamable HTTP"},
+            "headers": values,
+            "tools": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"allow": globs, "deny": globs},
+            },
+            "per_tool": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"timeout_ms": timeout, "retry": retry},
+                },
+            },
+            "timeout_ms": timeout,
+            "loading": {"enum": list(LOADING)},
+            "retry": retry,
+            "sandbox": {"enum": [*SANDBOX, False]},
+            "network": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"allowed_domains": {"type": "array", "items": {"type": "string"}}},
+            },
+            "enabled": {"type": "boolean"},
+            "description": {"type": "string"},
+        },
+    }

@@ -52,17 +52,24 @@ def _arg_value(raw: str, schema: Any) -> Any:
 @click.command()
 @click.argument("tool")
 @click.argument("arguments", required=False)
-@click.option("--arg", "args", multiple=True, metavar="KEY=VALUE",
-              help="One argument (repeatable). For a string parameter VALUE is the text "
-                   "itself (--arg msg=42 sends \"42\"; surrounding JSON quotes are removed); "
-                   "for any other parameter VALUE is parsed as JSON (--arg n=5, "
-                   "--arg tags='[\"a\"]'), and text that is not JSON is sent as text. "
-                   "Overrides the same key in ARGUMENTS.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+@click.option(
+    "--arg",
+    "args",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="One argument (repeatable). For a string parameter VALUE is the text "
+    'itself (--arg msg=42 sends "42"; surrounding JSON quotes are removed); '
+    "for any other parameter VALUE is parsed as JSON (--arg n=5, "
+    "--arg tags='[\"a\"]'), and text that is not JSON is sent as text. "
+    "Overrides the same key in ARGUMENTS.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 @root_option
-def command(tool: str, arguments: str | None, args: tuple[str, ...], fmt: str,
-            root: Path | None) -> None:
+def command(
+    tool: str, arguments: str | None, args: tuple[str, ...], fmt: str, root: Path | None
+) -> None:
     """Call TOOL once through the full pipeline. ARGUMENTS is a JSON object.
 
     Exit 0 when the call succeeded, 1 when its result is an error, 2 on a usage or
@@ -75,7 +82,7 @@ def command(tool: str, arguments: str | None, args: tuple[str, ...], fmt: str,
         except ValueError as exc:
             raise click.UsageError(f"ARGUMENTS is not valid JSON: {exc}") from None
         if not isinstance(payload, dict):
-            raise click.UsageError("ARGUMENTS must be a JSON object, e.g. '{\"path\": \".\"}'")
+            raise click.UsageError('ARGUMENTS must be a JSON object, e.g. \'{"path": "."}\'')
     pairs = [_split_arg(item) for item in args]
 
     import harness
@@ -93,13 +100,25 @@ def command(tool: str, arguments: str | None, args: tuple[str, ...], fmt: str,
     with h:
         result = h.call(tool, payload)
     if fmt == "json":
-        click.echo(json.dumps({
-            "call_id": result.call_id, "name": result.name, "is_error": result.is_error,
-            "value": result.value, "text": result.text, "error": result.error,
-            "duration_ms": round(result.duration_ms, 3), "truncated": result.truncated,
-            "blocked_by": result.blocked_by, "output_ref": result.output_ref,
-            "notes": list(result.notes),
-        }, ensure_ascii=False, default=str))
+        click.echo(
+            json.dumps(
+                {
+                    "call_id": result.call_id,
+                    "name": result.name,
+                    "is_error": result.is_error,
+                    "value": result.value,
+                    "text": result.text,
+                    "error": result.error,
+                    "duration_ms": round(result.duration_ms, 3),
+                    "truncated": result.truncated,
+                    "blocked_by": result.blocked_by,
+                    "output_ref": result.output_ref,
+                    "notes": list(result.notes),
+                },
+                ensure_ascii=False,
+                default=str,
+            )
+        )
     elif result.is_error:
         click.echo(result.text, err=True)
     else:

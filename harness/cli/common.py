@@ -84,5 +84,3 @@ def echo_problems(problems: Iterable[Problem], root: Path | None = None) -> None
 
     for line in text_lines(problems, root):
         click.echo(line, err=True)
-
-

@@ -23,25 +23,63 @@ FORMATS = ("text", "json", "github", "junit")
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @root_option
-@click.option("--model", default=None, metavar="NAME_OR_URL",
-              help="Model name, or the base URL of an OpenAI-compatible server "
-                   "(default: model.name in harness.md).")
-@click.option("--provider", type=click.Choice(["openai", "anthropic", "copilot"]), default=None,
-              help="Wire format of the model API (default: model.provider in harness.md).")
+@click.option(
+    "--model",
+    default=None,
+    metavar="NAME_OR_URL",
+    help="Model name, or the base URL of an OpenAI-compatible server "
+    "(default: model.name in harness.md).",
+)
+@click.option(
+    "--provider",
+    type=click.Choice(["openai", "anthropic", "copilot"]),
+    default=None,
+    help="Wire format of the model API (default: model.provider in harness.md).",
+)
 @click.option("--base-url", default=None, metavar="URL", help="Base URL of the model API.")
-@click.option("--case", "case_name", default=None, metavar="NAME",
-              help="Run only cases whose name contains NAME (case-insensitive).")
+@click.option(
+    "--case",
+    "case_name",
+    default=None,
+    metavar="NAME",
+    help="Run only cases whose name contains NAME (case-insensitive).",
+)
 @click.option("--dry-run", is_flag=True, help="Parse and validate the eval files; run nothing.")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Token budget for the whole run; once spent, the remaining cases are "
-                   "skipped (and count as failed).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="text, json, github annotations or junit XML.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the report to FILE (stdout gets the summary line).")
-def command(paths: tuple[Path, ...], root: Path | None, model: str | None,
-            provider: str | None, base_url: str | None, case_name: str | None, dry_run: bool,
-            max_tokens: int | None, fmt: str, output: Path | None) -> None:
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Token budget for the whole run; once spent, the remaining cases are "
+    "skipped (and count as failed).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="text, json, github annotations or junit XML.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report to FILE (stdout gets the summary line).",
+)
+def command(
+    paths: tuple[Path, ...],
+    root: Path | None,
+    model: str | None,
+    provider: str | None,
+    base_url: str | None,
+    case_name: str | None,
+    dry_run: bool,
+    max_tokens: int | None,
+    fmt: str,
+    output: Path | None,
+) -> None:
     """Run model-driven eval cases (default: every .harness/evals/*.md)."""
     from harness.testing.evals import Budget, run_eval
     from harness.testing.evalspec import EvalCase, eval_files, parse_eval
@@ -69,17 +107,26 @@ def command(paths: tuple[Path, ...], root: Path | None, model: str | None,
             from harness.agent.loop import resolve_settings
 
             # No model, no key, a bad URL: a usage error (exit 2) before any case runs.
-            resolve_settings(runner.project.config.model, model=model, provider=provider,
-                             base_url=base_url)
+            resolve_settings(
+                runner.project.config.model, model=model, provider=provider, base_url=base_url
+            )
         budget = Budget(limit=max_tokens or 0)
         rows: list[Outcome] = []
         for case in cases:
             if dry_run:
-                rows.append(Outcome(path=case.path, line=case.line, name=case.name,
-                                    passed=True, skipped="dry run"))
+                rows.append(
+                    Outcome(
+                        path=case.path,
+                        line=case.line,
+                        name=case.name,
+                        passed=True,
+                        skipped="dry run",
+                    )
+                )
                 continue
-            rows.append(run_eval(runner, case, budget, model=model, provider=provider,
-                                 base_url=base_url))
+            rows.append(
+                run_eval(runner, case, budget, model=model, provider=provider, base_url=base_url)
+            )
     seconds = time.perf_counter() - start
     extra = [f"tokens used: {budget.spent}" + (f" of {budget.limit}" if budget.limit else "")]
     report = render(fmt, rows, seconds, [] if dry_run else extra, noun="eval")

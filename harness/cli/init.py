@@ -14,8 +14,9 @@ from harness.cli.common import CliError
 
 
 @click.command()
-@click.argument("directory", required=False, default=".",
-                type=click.Path(file_okay=False, path_type=Path))
+@click.argument(
+    "directory", required=False, default=".", type=click.Path(file_okay=False, path_type=Path)
+)
 def command(directory: Path) -> None:
     """Write harness.md and a starter pack of tools and hooks into DIRECTORY (default: .)."""
     from harness.starter import files
@@ -24,8 +25,11 @@ def command(directory: Path) -> None:
     existing = [rel for rel in pack if (directory / rel).exists() or (directory / rel).is_symlink()]
     if existing:
         names = ", ".join(existing)
-        raise CliError(f"{directory}: not overwriting existing files: {names}; "
-                       "move them away or run harness init in another directory", exit_code=1)
+        raise CliError(
+            f"{directory}: not overwriting existing files: {names}; "
+            "move them away or run harness init in another directory",
+            exit_code=1,
+        )
     try:
         for rel, text in pack.items():
             path = directory / rel
@@ -41,5 +45,7 @@ def command(directory: Path) -> None:
     click.echo(f"  tools: {', '.join(tools)}")
     click.echo(f"  hooks: {', '.join(hooks)}")
     click.echo("  tests: .harness/tests/starter.md")
-    click.echo("Next: harness validate, harness test, harness list, harness serve "
-               "(see docs/getting-started.md)")
+    click.echo(
+        "Next: harness validate, harness test, harness list, harness serve "
+        "(see docs/getting-started.md)"
+    )

@@ -70,8 +70,9 @@ def text_listing(project: Project) -> list[str]:
     width = max((len(t.name) for t in tools), default=0)
     for t in tools:
         marks = "".join(f" [{m}]" for m in _marks(t))
-        lines.append(f"  {t.name:<{width}}  {_short(first_line(t.description, t.name))}"
-                     f"{marks}".rstrip())
+        lines.append(
+            f"  {t.name:<{width}}  {_short(first_line(t.description, t.name))}{marks}".rstrip()
+        )
     if not tools:
         lines.append("  (none)")
     lines.append(f"hooks ({len(hooks)}):")

@@ -47,25 +47,54 @@ class _Console:
         self.end_line()
         args = json.dumps(dict(call.arguments), ensure_ascii=False, default=str)
         status = "error" if result.is_error else "ok"
-        click.echo(f"[tool] {call.name} {_preview(args)} -> {status}: {_preview(result.text)}",
-                   err=True)
+        click.echo(
+            f"[tool] {call.name} {_preview(args)} -> {status}: {_preview(result.text)}", err=True
+        )
 
 
 @click.command()
 @click.argument("prompt")
 @root_option
-@click.option("--model", default=None, metavar="NAME_OR_URL",
-              help="Model name (overrides model.name); a URL sets the base URL instead.")
-@click.option("--provider", type=click.Choice(["openai", "anthropic", "copilot"]), default=None,
-              help="Wire format: OpenAI-compatible Chat Completions or Anthropic Messages.")
-@click.option("--base-url", default=None, metavar="URL",
-              help="API base URL, e.g. http://localhost:11434/v1 (overrides model.base_url).")
-@click.option("--api-key-env", default=None, metavar="VAR",
-              help="Environment variable holding the API key (overrides model.api_key_env).")
-@click.option("--max-rounds", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Tool rounds allowed (overrides limits.max_tool_calls_per_turn).")
-def command(prompt: str, root: Path | None, model: str | None, provider: str | None,
-            base_url: str | None, api_key_env: str | None, max_rounds: int | None) -> None:
+@click.option(
+    "--model",
+    default=None,
+    metavar="NAME_OR_URL",
+    help="Model name (overrides model.name); a URL sets the base URL instead.",
+)
+@click.option(
+    "--provider",
+    type=click.Choice(["openai", "anthropic", "copilot"]),
+    default=None,
+    help="Wire format: OpenAI-compatible Chat Completions or Anthropic Messages.",
+)
+@click.option(
+    "--base-url",
+    default=None,
+    metavar="URL",
+    help="API base URL, e.g. http://localhost:11434/v1 (overrides model.base_url).",
+)
+@click.option(
+    "--api-key-env",
+    default=None,
+    metavar="VAR",
+    help="Environment variable holding the API key (overrides model.api_key_env).",
+)
+@click.option(
+    "--max-rounds",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Tool rounds allowed (overrides limits.max_tool_calls_per_turn).",
+)
+def command(
+    prompt: str,
+    root: Path | None,
+    model: str | None,
+    provider: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    max_rounds: int | None,
+) -> None:
     """Answer PROMPT with a model that may call this project's tools ("-" reads stdin)."""
     from harness.agent import run_agent
     from harness.core import load
@@ -77,11 +106,22 @@ def command(prompt: str, root: Path | None, model: str | None, provider: str | N
     console = _Console()
     with load(root) as h:
         try:
-            result = run_agent(h, prompt, model=model, provider=provider, base_url=base_url,
-                               api_key_env=api_key_env, max_rounds=max_rounds,
-                               on_text=console.text, on_tool=console.tool)
+            result = run_agent(
+                h,
+                prompt,
+                model=model,
+                provider=provider,
+                base_url=base_url,
+                api_key_env=api_key_env,
+                max_rounds=max_rounds,
+                on_text=console.text,
+                on_tool=console.tool,
+            )
         finally:
             console.end_line()
     if result.stop_reason in ("length", "max_tokens"):
-        click.echo(f"warning: the answer was cut at the token limit "
-                   f"(model.max_tokens = {h.config.model.max_tokens})", err=True)
+        click.echo(
+            f"warning: the answer was cut at the token limit "
+            f"(model.max_tokens = {h.config.model.max_tokens})",
+            err=True,
+        )

@@ -20,20 +20,51 @@ FORMATS = ("text", "json", "github", "junit")
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @root_option
-@click.option("-k", "pattern", default=None, metavar="PATTERN",
-              help="Run only cases whose FILE::NAME contains PATTERN (case-insensitive).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="text for people, json for programs, github for Actions annotations, "
-                   "junit for CI test reports.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the report to FILE (stdout gets the summary line).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Cases run in parallel (default: the number of cores, at most 8).")
-@click.option("--coverage", is_flag=True,
-              help="Also list tools and hooks no case reached, and hook decisions (block, "
-                   "modify) no case produced.")
-def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt: str,
-            output: Path | None, jobs: int | None, coverage: bool) -> None:
+@click.option(
+    "-k",
+    "pattern",
+    default=None,
+    metavar="PATTERN",
+    help="Run only cases whose FILE::NAME contains PATTERN (case-insensitive).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="text for people, json for programs, github for Actions annotations, "
+    "junit for CI test reports.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report to FILE (stdout gets the summary line).",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Cases run in parallel (default: the number of cores, at most 8).",
+)
+@click.option(
+    "--coverage",
+    is_flag=True,
+    help="Also list tools and hooks no case reached, and hook decisions (block, "
+    "modify) no case produced.",
+)
+def command(
+    paths: tuple[Path, ...],
+    root: Path | None,
+    pattern: str | None,
+    fmt: str,
+    output: Path | None,
+    jobs: int | None,
+    coverage: bool,
+) -> None:
     """Run the cases of test files (default: every .harness/tests/*.md)."""
     from harness.testing.coverage import measure
     from harness.testing.report import as_json, render, summary
@@ -43,16 +74,23 @@ def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt
         files, problems = runner.collect(paths, pattern)
         if problems:
             echo_problems(problems, runner.root)
-            click.echo("test files have errors; fix them (harness validate shows them too)",
-                       err=True)
+            click.echo(
+                "test files have errors; fix them (harness validate shows them too)", err=True
+            )
             raise CliError(exit_code=2)
         if not any(tf.cases for tf in files):
             where = f'match -k "{pattern}"' if pattern else "were found"
-            click.echo(f"no test cases {where} (test files: .harness/tests/*.md; see "
-                       "docs/testing.md)", err=True)
+            click.echo(
+                f"no test cases {where} (test files: .harness/tests/*.md; see docs/testing.md)",
+                err=True,
+            )
             raise CliError(exit_code=2)
-        workers = jobs or min(8, len(os.sched_getaffinity(0)) if hasattr(
-            os, "sched_getaffinity") else (os.cpu_count() or 1))
+        workers = jobs or min(
+            8,
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1),
+        )
         result = runner.run(files, jobs=workers)
         cov = measure(runner.project, result.results) if coverage else None
     rows = [outcome(r) for r in result.results]
@@ -60,15 +98,26 @@ def command(paths: tuple[Path, ...], root: Path | None, pattern: str | None, fmt
     if cov is None:
         report = render(fmt, rows, seconds)
     elif fmt == "json":
-        report = as_json(rows, seconds, {"coverage": {
-            "untested_tools": list(cov.untested_tools),
-            "untested_hooks": list(cov.untested_hooks),
-            "unproduced": [{"hook": h, "decision": d} for h, d in cov.unproduced]}})
+        report = as_json(
+            rows,
+            seconds,
+            {
+                "coverage": {
+                    "untested_tools": list(cov.untested_tools),
+                    "untested_hooks": list(cov.untested_hooks),
+                    "unproduced": [{"hook": h, "decision": d} for h, d in cov.unproduced],
+                }
+            },
+        )
     elif fmt == "github":
         report = render(fmt, rows, seconds, cov.lines())
     elif cov.complete:
-        report = render(fmt, rows, seconds, ["Coverage: every tool and hook has a case; every "
-                                             "block and modify was produced"])
+        report = render(
+            fmt,
+            rows,
+            seconds,
+            ["Coverage: every tool and hook has a case; every block and modify was produced"],
+        )
     else:
         report = render(fmt, rows, seconds, ["Coverage:", *("  " + x for x in cov.lines())])
     if output is not None:

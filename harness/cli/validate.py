@@ -26,9 +26,12 @@ from harness.cli.common import CliError, resolve_root, root_option
     help="text for people, json for programs, github for Actions annotations.",
 )
 @click.option("--strict", is_flag=True, help="Treat unknown keys as errors, not warnings.")
-@click.option("--connect", is_flag=True,
-              help="Also start each upstream MCP server, list its tools and report problems "
-                   "(without it validate is offline).")
+@click.option(
+    "--connect",
+    is_flag=True,
+    help="Also start each upstream MCP server, list its tools and report problems "
+    "(without it validate is offline).",
+)
 def command(root: Path | None, fmt: str, strict: bool, connect: bool) -> None:
     """Check every tool, hook, bundle and harness.md; report every problem."""
     from harness.validation import check_project
@@ -75,8 +78,11 @@ def _with_test_files(project: Project, strict: bool) -> Project:
     if not found:
         return project
     if strict:
-        found = [replace(p, severity="error") if p.code in UNKNOWN_KEY_CODES
-                 or p.code == "test-unknown-key" else p for p in found]
-    problems = sorted((*project.problems, *found),
-                      key=lambda p: (p.path, p.line, p.column, p.code))
+        found = [
+            replace(p, severity="error")
+            if p.code in UNKNOWN_KEY_CODES or p.code == "test-unknown-key"
+            else p
+            for p in found
+        ]
+    problems = sorted((*project.problems, *found), key=lambda p: (p.path, p.line, p.column, p.code))
     return replace(project, problems=tuple(problems))

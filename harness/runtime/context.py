@@ -62,9 +62,18 @@ class CallContext:
 
 # make_context(config, session_id, call_id, tool, cache, log, host): one per call,
 # the other fields at their defaults (harness.hotpath).
-make_context: Callable[[Config, str, str, str, CacheStore | None, LogSink | None,
-                        Callable[[str, Mapping[str, Any]], Any] | None], CallContext] = \
-    slot_maker(CallContext, "config", "session_id", "call_id", "tool", "cache", "log", "host")
+make_context: Callable[
+    [
+        Config,
+        str,
+        str,
+        str,
+        CacheStore | None,
+        LogSink | None,
+        Callable[[str, Mapping[str, Any]], Any] | None,
+    ],
+    CallContext,
+] = slot_maker(CallContext, "config", "session_id", "call_id", "tool", "cache", "log", "host")
 
 
 class Outcome(NamedTuple):
@@ -93,16 +102,39 @@ class ScriptRuntime(Protocol):
     for script failures: those are Outcomes.
     """
 
-    def run_tool(self, script: str, filename: str, line: int, args: Mapping[str, Any],
-                 ctx: CallContext, timeout_ms: int) -> Outcome: ...
+    def run_tool(
+        self,
+        script: str,
+        filename: str,
+        line: int,
+        args: Mapping[str, Any],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome: ...
 
-    def run_hook(self, script: str, filename: str, line: int, event: object,
-                 payload: object, ctx: CallContext, timeout_ms: int) -> Outcome:
+    def run_hook(
+        self,
+        script: str,
+        filename: str,
+        line: int,
+        event: object,
+        payload: object,
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         """Call ``handle(event, payload)``; either may be ``reach.UNUSED``."""
         ...
 
-    def eval_when(self, expr: str, filename: str, line: int, event: str,
-                  payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+    def eval_when(
+        self,
+        expr: str,
+        filename: str,
+        line: int,
+        event: str,
+        payload: Mapping[str, Any],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         """In Starlark; the hook chain has tried the Python evaluator (``when.fast_value``)."""
         ...
 

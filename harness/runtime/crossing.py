@@ -53,8 +53,7 @@ def {ENTRY}(args):
     return value
 """
 
-_GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType,
-                                   sl.LibraryExtension.Json])
+_GLOBALS = sl.Globals.extended_by([sl.LibraryExtension.StructType, sl.LibraryExtension.Json])
 _box: contextvars.ContextVar[list[str]] = contextvars.ContextVar("harness_json_box")
 _loads = json.loads
 
@@ -78,8 +77,9 @@ def __{mod}_{name}(*args, **kwargs):
     return [dict(zip(keys, row)) for row in got[1]]
 """
 _INT_MIN, _INT_MAX = -(1 << 63), 1 << 63  # json.decode: exact within, a float beyond
-_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False,
-                          separators=(",", ":")).encode
+_dumps = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, check_circular=False, separators=(",", ":")
+).encode
 
 
 def to_starlark(value: Any) -> Any:
@@ -99,8 +99,7 @@ def to_starlark(value: Any) -> Any:
         row = list(item.values())
         for x in row:
             t = type(x)
-            if t is str or t is bool or x is None or (
-                    t is int and _INT_MIN <= x < _INT_MAX):
+            if t is str or t is bool or x is None or (t is int and _INT_MIN <= x < _INT_MAX):
                 continue
             return value  # a float (Starlark prints fewer digits), a list, ...
         append(row)
@@ -125,13 +124,13 @@ class RowsResult:
         return to_starlark(self.fn(*args, **kwargs))
 
 
-def bind_builtin(module: sl.Module, dialect: sl.Dialect, mod: str, name: str,
-                 fn: Callable[..., Any]) -> None:
+def bind_builtin(
+    module: sl.Module, dialect: sl.Dialect, mod: str, name: str, fn: Callable[..., Any]
+) -> None:
     """``__{mod}_{name}`` in ``module``: ``fn`` through :class:`RowsResult` and a
     Starlark function rebuilding its result (:func:`prepare` called first)."""
     module.add_callable(f"__{mod}_{name}_rows", RowsResult(fn))
-    sl.eval(module, sl.parse(FILENAME, _BUILTIN.format(mod=mod, name=name), dialect),
-            _GLOBALS)
+    sl.eval(module, sl.parse(FILENAME, _BUILTIN.format(mod=mod, name=name), dialect), _GLOBALS)
 
 
 def prepare(module: sl.Module, dialect: sl.Dialect) -> None:

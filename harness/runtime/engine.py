@@ -30,8 +30,20 @@ from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
 from harness.runtime.when import when_source
 
 MAX_CALLSTACK = 64
-_FAMILIES = ("fs", "proc", "net", "text", "cache", "log", "meta", "pure", "session_state",
-             "calls", "fs_lines", "clock")  # clock after text: its time.now wins
+_FAMILIES = (
+    "fs",
+    "proc",
+    "net",
+    "text",
+    "cache",
+    "log",
+    "meta",
+    "pure",
+    "session_state",
+    "calls",
+    "fs_lines",
+    "clock",
+)  # clock after text: its time.now wins
 
 _ctx: contextvars.ContextVar[CallContext] = contextvars.ContextVar("harness_call_ctx")
 _ctx_set = _ctx.set
@@ -151,8 +163,9 @@ class CompiledScripts:
             self.last[source] = (kind, filename, line, frozen)
         return frozen
 
-    def put(self, kind: str, source: str, filename: str, line: int,
-            frozen: sl.FrozenModule) -> None:
+    def put(
+        self, kind: str, source: str, filename: str, line: int, frozen: sl.FrozenModule
+    ) -> None:
         with self._lock:
             self._all[(kind, filename, line, source)] = frozen
             self.last[source] = (kind, filename, line, frozen)
@@ -179,8 +192,7 @@ class Engine:
         # One options object for every evaluation: the cancellation check reads the
         # deadline of the call in flight from the context variable (it runs about
         # every 1000 instructions, so this costs nothing on short calls).
-        self._options = sl.EvalOptions(check_cancelled=_cancelled,
-                                       max_callstack_size=MAX_CALLSTACK)
+        self._options = sl.EvalOptions(check_cancelled=_cancelled, max_callstack_size=MAX_CALLSTACK)
 
     @property
     def functions(self) -> Mapping[str, Callable[..., Any]]:
@@ -203,8 +215,9 @@ class Engine:
             for n in names:
                 fn = self._functions.get(f"{mod}.{n}")
                 if fn is not None and f"{mod}.{n}" in crossing.JSON_BUILTINS:
-                    crossing.bind_builtin(module, self._dialect, mod, n,
-                                          _Bound(f"{mod}.{n}", fn))  # lists of dicts
+                    crossing.bind_builtin(
+                        module, self._dialect, mod, n, _Bound(f"{mod}.{n}", fn)
+                    )  # lists of dicts
                 elif fn is not None:
                     module.add_callable(f"__{mod}_{n}", _Bound(f"{mod}.{n}", fn))
         if kind == "hook":
@@ -230,8 +243,10 @@ class Engine:
         padded = "\n" * max(line - 1, 0) + rename_calls(source)
         deep = nesting.too_deep(padded)
         if deep is not None:  # the parser would overflow the native stack (SIGSEGV)
-            raise TooDeep(f"{nesting.message('script' if kind != 'when' else 'when expression')}"
-                          f" (at {filename}:{deep[0]})")
+            raise TooDeep(
+                f"{nesting.message('script' if kind != 'when' else 'when expression')}"
+                f" (at {filename}:{deep[0]})"
+            )
         ast = sl.parse(filename, padded, self._dialect)
         module = self._new_module(kind)
         sl.eval_with(self._options, module, ast, self._globals)
@@ -245,8 +260,17 @@ class Engine:
 
     # -- calls -------------------------------------------------------------------
 
-    def call(self, kind: str, source: str, filename: str, line: int, entry: str,
-             args: tuple[Any, ...], ctx: CallContext, timeout_ms: int) -> Outcome:
+    def call(
+        self,
+        kind: str,
+        source: str,
+        filename: str,
+        line: int,
+        entry: str,
+        args: tuple[Any, ...],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         """Compile if needed, then call ``entry(*args)``. Never raises for script faults."""
         start = _monotonic()
         outer = ctx.deadline
@@ -261,7 +285,8 @@ class Engine:
                 frozen = hit[3]
             else:
                 frozen = self._compiled.get(kind, source, filename, line) or self.compile(
-                    kind, source, filename, line)
+                    kind, source, filename, line
+                )
             # starlark-pyo3 converts return values through JSON, so what comes back is
             # JSON-compatible by construction; anything else raised a serde error.
             if frozen in self._json_run and entry == _TOOL_ENTRY:
@@ -277,8 +302,9 @@ class Engine:
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - Rust panics are BaseException
-            return Outcome(status="crash", error=f"script engine failed: {exc}",
-                           duration_ms=_ms(start))
+            return Outcome(
+                status="crash", error=f"script engine failed: {exc}", duration_ms=_ms(start)
+            )
         finally:
             _ctx_reset(token)
             ctx.deadline = outer
@@ -291,7 +317,8 @@ def _ms(start: float) -> float:
 
 _LOCATION = re.compile(
     r"^\s*(?:-->\s*(?P<file>.+?):(?P<line>\d+):\d+|\* (?P<tfile>.+?):(?P<tline>\d+), in )",
-    re.MULTILINE)
+    re.MULTILINE,
+)
 _ERROR_LINE = re.compile(r"^error: (?P<msg>.*?)(?=^\s*-->|\Z)", re.MULTILINE | re.DOTALL)
 _PY_PREFIX = re.compile(r"^(?:BuiltinError|JailError|ValueError|TypeError): ")
 
@@ -299,17 +326,24 @@ _PY_PREFIX = re.compile(r"^(?:BuiltinError|JailError|ValueError|TypeError): ")
 def _failure(exc: BaseException, entry: str, start: float, timeout_ms: int) -> Outcome:
     text = str(exc)
     if "Evaluation cancelled" in text:
-        return Outcome(status="timeout", error=f"timed out after {timeout_ms} ms",
-                       duration_ms=_ms(start))
+        return Outcome(
+            status="timeout", error=f"timed out after {timeout_ms} ms", duration_ms=_ms(start)
+        )
     if "Module has no symbol `" + entry + "`" in text or "is not exported" in text:
         params = "args" if entry == "run" else "event, payload"
-        return Outcome(status="error", error=f"script does not define {entry}({params})",
-                       duration_ms=_ms(start))
+        return Outcome(
+            status="error",
+            error=f"script does not define {entry}({params})",
+            duration_ms=_ms(start),
+        )
     if "serde::serialize" in text or crossing.not_json(text):
         kind = re.search(r"on type `(\w+)`", text)
-        return Outcome(status="error", error=f"{entry}() returned a value that is not "
-                       f"JSON-compatible ({kind.group(1) if kind else _not_json_kind(text)})",
-                       duration_ms=_ms(start))
+        return Outcome(
+            status="error",
+            error=f"{entry}() returned a value that is not "
+            f"JSON-compatible ({kind.group(1) if kind else _not_json_kind(text)})",
+            duration_ms=_ms(start),
+        )
     return Outcome(status="error", error=script_error_message(text), duration_ms=_ms(start))
 
 
@@ -326,8 +360,10 @@ def script_error_message(text: str) -> str:
     if "too deep" in msg.lower() or "stack overflow" in msg.lower():
         msg = f"recursion too deep (more than {MAX_CALLSTACK} frames): {msg}"
     # The innermost frame in the script itself (not in the built-in prelude).
-    locs = [(m.group("file") or m.group("tfile"), m.group("line") or m.group("tline"))
-            for m in _LOCATION.finditer(text)]
+    locs = [
+        (m.group("file") or m.group("tfile"), m.group("line") or m.group("tline"))
+        for m in _LOCATION.finditer(text)
+    ]
     locs = [loc for loc in locs if not loc[0].startswith("<")]
     if locs:
         file, line = locs[-1]
@@ -349,25 +385,63 @@ class InProcessRuntime:
     def __init__(self) -> None:
         self.engine = Engine()
 
-    def run_tool(self, script: str, filename: str, line: int, args: Mapping[str, Any],
-                 ctx: CallContext, timeout_ms: int) -> Outcome:
+    def run_tool(
+        self,
+        script: str,
+        filename: str,
+        line: int,
+        args: Mapping[str, Any],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         ctx.kind = "tool"
         # Starlark converts the arguments into values of its own: no copy needed.
-        return self.engine.call("tool", script, filename, line, _TOOL_ENTRY,
-                                (args if type(args) is dict else dict(args),), ctx,
-                                timeout_ms)
+        return self.engine.call(
+            "tool",
+            script,
+            filename,
+            line,
+            _TOOL_ENTRY,
+            (args if type(args) is dict else dict(args),),
+            ctx,
+            timeout_ms,
+        )
 
-    def run_hook(self, script: str, filename: str, line: int, event: object,
-                 payload: object, ctx: CallContext, timeout_ms: int) -> Outcome:
+    def run_hook(
+        self,
+        script: str,
+        filename: str,
+        line: int,
+        event: object,
+        payload: object,
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         ctx.kind = "hook"
         source, entry, args = hook_call(script, event, payload)
         return self.engine.call("hook", source, filename, line, entry, args, ctx, timeout_ms)
 
-    def eval_when(self, expr: str, filename: str, line: int, event: str,
-                  payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+    def eval_when(
+        self,
+        expr: str,
+        filename: str,
+        line: int,
+        event: str,
+        payload: Mapping[str, Any],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         ctx.kind = "when"
-        return self.engine.call("when", when_source(expr), filename, line, "harness_when",
-                                (event, dict(payload)), ctx, timeout_ms)
+        return self.engine.call(
+            "when",
+            when_source(expr),
+            filename,
+            line,
+            "harness_when",
+            (event, dict(payload)),
+            ctx,
+            timeout_ms,
+        )
 
     def close(self) -> None:
         # Prepared sandboxes belong to the process; close() leaves nothing behind.

@@ -57,8 +57,18 @@ from harness.errors import BuiltinError, JailError
 if TYPE_CHECKING:
     from harness.config import Config
 
-__all__ = ["ALWAYS_HIDDEN", "ALWAYS_READONLY", "Jail", "Located", "ProtectedTarget",
-           "SensitivePatterns", "clear_jails", "get_jail", "is_sensitive", "sensitive_patterns"]
+__all__ = [
+    "ALWAYS_HIDDEN",
+    "ALWAYS_READONLY",
+    "Jail",
+    "Located",
+    "ProtectedTarget",
+    "SensitivePatterns",
+    "clear_jails",
+    "get_jail",
+    "is_sensitive",
+    "sensitive_patterns",
+]
 
 ALWAYS_HIDDEN = (".harness",)
 ALWAYS_READONLY = ("harness.md", ".git")
@@ -70,16 +80,28 @@ SETTLED_NS = 2_000_000_000
 
 # SPEC §8.3, exact list. Name patterns match the last component, anywhere in the tree.
 SENSITIVE_NAMES = (
-    ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_ed25519*",
-    "id_ecdsa*", ".netrc", ".npmrc", ".pypirc", ".git-credentials", "credentials.json",
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_rsa*",
+    "id_ed25519*",
+    "id_ecdsa*",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    "credentials.json",
 )
-_SENSITIVE_NAME = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in SENSITIVE_NAMES),
-                             re.DOTALL)
+_SENSITIVE_NAME = re.compile(
+    "|".join(f"(?:{fnmatch.translate(p)})" for p in SENSITIVE_NAMES), re.DOTALL
+)
 # Any component equal to one of these: the directory itself and everything under it.
 SENSITIVE_DIRS = (".ssh", ".aws", ".gnupg", ".kube")
 # Consecutive components anywhere (a prefix match of the sequence: the path or under it).
 SENSITIVE_SEQUENCES = ((".docker", "config.json"), (".config", "gcloud"))
-
 
 
 class SensitivePatterns(NamedTuple):
@@ -132,8 +154,7 @@ _SYS_OPENAT2 = {"x86_64": 437, "aarch64": 437}.get(platform.machine())
 
 
 class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
-                ("resolve", ctypes.c_uint64)]
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
 _syscall = None
@@ -142,8 +163,13 @@ if _SYS_OPENAT2 is not None and platform.system() == "Linux":
         _libc = ctypes.CDLL(None, use_errno=True)
         _syscall = _libc.syscall
         _syscall.restype = ctypes.c_long
-        _syscall.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p,
-                             ctypes.c_void_p, ctypes.c_size_t]
+        _syscall.argtypes = [
+            ctypes.c_long,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+        ]
     except (OSError, AttributeError):  # pragma: no cover - no libc symbol
         _syscall = None
 
@@ -164,6 +190,7 @@ def _openat2(dirfd: int, path: str, flags: int) -> int:
 
 # ----------------------------------------------------------------------------- rules
 
+
 def _fold(parts: Iterable[str]) -> list[str]:
     return [p.casefold() for p in parts]
 
@@ -181,7 +208,7 @@ def is_sensitive(parts: Sequence[str]) -> bool:
         return True
     for seq in SENSITIVE_SEQUENCES:
         n = len(seq)
-        if any(tuple(folded[i:i + n]) == seq for i in range(len(folded))):
+        if any(tuple(folded[i : i + n]) == seq for i in range(len(folded))):
             return True
     return False
 
@@ -193,8 +220,7 @@ _SEQUENCE_ENDS = frozenset(seq[-1] for seq in SENSITIVE_SEQUENCES)
 def _name_rule(name: str) -> tuple[str, bool, bool]:
     """(folded name, sensitive by name alone, ends a sensitive sequence)."""
     low = name.casefold()
-    return (low, bool(_SENSITIVE_NAME.match(low)) or low in SENSITIVE_DIRS,
-            low in _SEQUENCE_ENDS)
+    return (low, bool(_SENSITIVE_NAME.match(low)) or low in SENSITIVE_DIRS, low in _SEQUENCE_ENDS)
 
 
 def _split(rel: str) -> list[str]:
@@ -229,10 +255,16 @@ class _Rules:
 
     __slots__ = ("dirs", "extra", "hidden", "links", "readonly", "root_sig", "trusted")
 
-    def __init__(self, hidden: tuple[tuple[str, ...], ...],
-                 readonly: tuple[tuple[str, ...], ...], links: frozenset[tuple[str, ...]],
-                 extra: tuple[ProtectedTarget, ...], root_sig: _Sig,
-                 dirs: tuple[tuple[str, _Sig], ...], trusted: bool) -> None:
+    def __init__(
+        self,
+        hidden: tuple[tuple[str, ...], ...],
+        readonly: tuple[tuple[str, ...], ...],
+        links: frozenset[tuple[str, ...]],
+        extra: tuple[ProtectedTarget, ...],
+        root_sig: _Sig,
+        dirs: tuple[tuple[str, _Sig], ...],
+        trusted: bool,
+    ) -> None:
         self.hidden, self.readonly, self.links, self.extra = hidden, readonly, links, extra
         self.root_sig, self.dirs, self.trusted = root_sig, dirs, trusted
 
@@ -315,13 +347,15 @@ class Jail:
     portable walk (tests run every vector both ways).
     """
 
-    def __init__(self, workspace: Path, protected: tuple[str, ...] = (), *,
-                 use_openat2: bool | None = None) -> None:
+    def __init__(
+        self, workspace: Path, protected: tuple[str, ...] = (), *, use_openat2: bool | None = None
+    ) -> None:
         self.workspace = str(workspace)
         if not os.path.isabs(self.workspace):
             raise ValueError(f"workspace must be an absolute path, got {self.workspace!r}")
-        self._bases = tuple(dict.fromkeys(
-            [os.path.normpath(self.workspace), os.path.realpath(self.workspace)]))
+        self._bases = tuple(
+            dict.fromkeys([os.path.normpath(self.workspace), os.path.realpath(self.workspace)])
+        )
         hidden, readonly = list(ALWAYS_HIDDEN), list(ALWAYS_READONLY)
         for entry in protected:
             norm = posixpath.normpath(entry.strip().lstrip("/")) if entry.strip() else "."
@@ -334,7 +368,8 @@ class Jail:
         self._readonly = tuple(tuple(_fold(_split(r))) for r in readonly)
         self._entries: tuple[tuple[tuple[str, ...], Literal["hidden", "readonly"]], ...] = (
             *((tuple(_split(h)), "hidden") for h in hidden),
-            *((tuple(_split(r)), "readonly") for r in readonly))
+            *((tuple(_split(r)), "readonly") for r in readonly),
+        )
         self._base_parts = tuple(tuple(_split(b)) for b in self._bases)
         self._rules: _Rules | None = None
         self.protected = tuple(hidden + readonly)
@@ -352,8 +387,9 @@ class Jail:
                     raise
 
     @classmethod
-    def get(cls, workspace: Path, protected: tuple[str, ...] = (), *,
-            use_openat2: bool | None = None) -> Jail:
+    def get(
+        cls, workspace: Path, protected: tuple[str, ...] = (), *, use_openat2: bool | None = None
+    ) -> Jail:
         """One Jail (and one directory handle) per (workspace, protected) per process."""
         key = (str(workspace), tuple(protected), use_openat2)
         jail = _REGISTRY.get(key)
@@ -361,8 +397,9 @@ class Jail:
             with _REGISTRY_LOCK:
                 jail = _REGISTRY.get(key)
                 if jail is None:
-                    jail = _REGISTRY[key] = cls(workspace, tuple(protected),
-                                                use_openat2=use_openat2)
+                    jail = _REGISTRY[key] = cls(
+                        workspace, tuple(protected), use_openat2=use_openat2
+                    )
         return jail
 
     # ----------------------------------------------------------------- root handle
@@ -376,8 +413,9 @@ class Jail:
         try:
             now = os.stat(self.workspace)
         except OSError as e:
-            raise BuiltinError(f'the workspace "{self.workspace}" is not accessible: '
-                               f"{e.strerror}") from None
+            raise BuiltinError(
+                f'the workspace "{self.workspace}" is not accessible: {e.strerror}'
+            ) from None
         ident = (now.st_dev, now.st_ino)
         state = self._state
         pid = os.getpid()
@@ -435,14 +473,14 @@ class Jail:
             raise JailError(OUTSIDE.format(path))
         return rel
 
-    def _strip_base(self, path: str) -> str:
+    def _strip_base(self, path: str) -> str:  # noqa: C901
         for base in self._bases:
             if base == "/":
                 rest = path.lstrip("/")
             elif path == base or path.rstrip("/") == base:
                 return ""
             elif path.startswith(base + "/"):
-                rest = path[len(base):].lstrip("/")
+                rest = path[len(base) :].lstrip("/")
             else:
                 continue
             if not _climbs(rest):
@@ -480,14 +518,15 @@ class Jail:
 
     # -------------------------------------------------------------------- rules
 
-    def _rule(self, parts: Sequence[str],
-              rules: _Rules) -> Literal["ok", "hidden", "readonly", "sensitive"]:
+    def _rule(
+        self, parts: Sequence[str], rules: _Rules
+    ) -> Literal["ok", "hidden", "readonly", "sensitive"]:
         if is_sensitive(parts):
             return "sensitive"
         folded = tuple(_fold(parts))
-        if any(folded[:len(h)] == h for h in rules.hidden):
+        if any(folded[: len(h)] == h for h in rules.hidden):
             return "hidden"
-        if any(folded[:len(r)] == r for r in rules.readonly) or folded in rules.links:
+        if any(folded[: len(r)] == r for r in rules.readonly) or folded in rules.links:
             return "readonly"
         return "ok"
 
@@ -529,7 +568,7 @@ class Jail:
             return True
         if last:
             for seq in SENSITIVE_SEQUENCES:
-                if low == seq[-1] and parent[len(parent) - len(seq) + 1:] == seq[:-1]:
+                if low == seq[-1] and parent[len(parent) - len(seq) + 1 :] == seq[:-1]:
                     return True
         depth = len(parent) + 1
         for h in self._current().hidden:  # a loop: no generator per entry (hot in walks)
@@ -554,9 +593,12 @@ class Jail:
         and whose (inode, mtime, ctime) are unchanged. A change after a trace moves
         a settled directory's ctime (which no tool can set back), so it is seen."""
         rules = self._rules
-        if (rules is not None and rules.trusted and rules.root_sig == _sig(root_info)
-                and (not rules.dirs
-                     or all(self._dir_sig(root, d) == sig for d, sig in rules.dirs))):
+        if (
+            rules is not None
+            and rules.trusted
+            and rules.root_sig == _sig(root_info)
+            and (not rules.dirs or all(self._dir_sig(root, d) == sig for d, sig in rules.dirs))
+        ):
             return rules
         rules = self._trace_all(root, root_info)
         self._rules = rules
@@ -607,12 +649,15 @@ class Jail:
                 extra.append(ProtectedTarget("/".join(got), kind))
         sigs = tuple((d, self._dir_sig(root, d)) for d in sorted(dirs))
         trusted = started - root_info.st_ctime_ns > SETTLED_NS and all(
-            sig is not None and started - sig[2] > SETTLED_NS for _d, sig in sigs)
-        return _Rules(hidden, readonly, frozenset(links), tuple(extra), _sig(root_info), sigs,
-                      trusted)
+            sig is not None and started - sig[2] > SETTLED_NS for _d, sig in sigs
+        )
+        return _Rules(
+            hidden, readonly, frozenset(links), tuple(extra), _sig(root_info), sigs, trusted
+        )
 
-    def _gitdir(self, root: int, real: list[str],
-                dirs: set[str]) -> tuple[list[str] | None, list[list[str]]]:
+    def _gitdir(
+        self, root: int, real: list[str], dirs: set[str]
+    ) -> tuple[list[str] | None, list[list[str]]]:
         """Where a ``.git`` *file* (``gitdir: <path>``, as ``git init
         --separate-git-dir``, worktrees and submodules write) points, traced."""
         rel = "/".join(real)
@@ -630,7 +675,7 @@ class Jail:
         line = head.split("\n", 1)[0].strip()
         if not line.startswith("gitdir:"):
             return None, []
-        target = line[len("gitdir:"):].strip()
+        target = line[len("gitdir:") :].strip()
         if not target:
             return None, []
         if target.startswith("/"):
@@ -642,8 +687,9 @@ class Jail:
             parts = [*real[:-1], *_split(target)]
         return self._trace(root, parts, dirs)
 
-    def _trace(self, root: int, entry: Sequence[str],
-               dirs: set[str]) -> tuple[list[str] | None, list[list[str]]]:
+    def _trace(
+        self, root: int, entry: Sequence[str], dirs: set[str]
+    ) -> tuple[list[str] | None, list[list[str]]]:
         """Where a protected entry leads: its real workspace-relative components (the
         part that does not exist yet taken as written), or None if it leads outside
         or loops; the symlinks on the way. Adds the directories looked in to ``dirs``.
@@ -686,8 +732,9 @@ class Jail:
 
     # ---------------------------------------------------------------- resolution
 
-    def open(self, path: str, flags: int = READ_FLAGS, *, write: bool = False,
-             check: bool = True) -> tuple[int, str]:
+    def open(
+        self, path: str, flags: int = READ_FLAGS, *, write: bool = False, check: bool = True
+    ) -> tuple[int, str]:
         """Open ``path`` beneath the workspace, following symlinks that stay inside.
 
         Returns ``(fd, resolved workspace-relative path)``. Applies the protected and
@@ -706,8 +753,9 @@ class Jail:
                 raise
         return fd, real
 
-    def _open_rel(self, shown: str, rel: str, flags: int,
-                  root: int | None = None) -> tuple[int, str]:
+    def _open_rel(
+        self, shown: str, rel: str, flags: int, root: int | None = None
+    ) -> tuple[int, str]:
         if root is None:
             root = self._root()
         if self.mode == "openat2":
@@ -734,7 +782,7 @@ class Jail:
         prefix = base.rstrip("/") + "/"
         if not real.startswith(prefix):
             raise JailError(OUTSIDE.format(shown))
-        return real[len(prefix):]
+        return real[len(prefix) :]
 
     def _abs_target(self, shown: str, target: str) -> list[str]:
         bases = [*self._bases, self.root_path()]
@@ -742,10 +790,10 @@ class Jail:
             if base == "/":
                 return _split(target)
             if target == base or target.startswith(base.rstrip("/") + "/"):
-                return _split(target[len(base):])
+                return _split(target[len(base) :])
         raise JailError(OUTSIDE.format(shown))
 
-    def _walk(self, shown: str, root: int, rel: str, flags: int) -> tuple[int, str]:
+    def _walk(self, shown: str, root: int, rel: str, flags: int) -> tuple[int, str]:  # noqa: C901
         """Portable confined resolution: one component at a time, O_NOFOLLOW."""
         todo = _split(rel)
         stack = [os.dup(root)]
@@ -775,13 +823,17 @@ class Jail:
                         raise
                     hops += 1
                     if hops > MAX_SYMLINK_HOPS:
-                        raise BuiltinError(f'path "{shown}" has too many levels of '
-                                           "symbolic links") from None
+                        raise BuiltinError(
+                            f'path "{shown}" has too many levels of symbolic links'
+                        ) from None
                     try:
                         target = os.readlink(comp, dir_fd=stack[-1])
                     except OSError as again:
-                        if (again.errno in (errno.EINVAL, errno.ENOENT)
-                                and e.errno in _LINK_ERRNOS and retries < 3):
+                        if (
+                            again.errno in (errno.EINVAL, errno.ENOENT)
+                            and e.errno in _LINK_ERRNOS
+                            and retries < 3
+                        ):
                             retries += 1  # was a link, is not any more: look again
                             todo.insert(0, comp)
                             continue
@@ -805,8 +857,9 @@ class Jail:
             for fd in stack:
                 os.close(fd)
 
-    def locate(self, path: str, *, follow: bool = True, create: bool = False,
-               write: bool = False) -> Located:
+    def locate(
+        self, path: str, *, follow: bool = True, create: bool = False, write: bool = False
+    ) -> Located:
         """Resolve the parent of ``path`` to a directory handle (creating missing
         parents if ``create``), following a final symlink that stays inside if
         ``follow``. Checks the rules on every candidate path."""
@@ -848,8 +901,9 @@ class Jail:
             self.check(shown, [rel], write=write)
         raise BuiltinError(f'path "{shown}" has too many levels of symbolic links')
 
-    def _dir(self, shown: str, rel: str, root: int, *, create: bool,
-             write: bool) -> tuple[int, str]:
+    def _dir(
+        self, shown: str, rel: str, root: int, *, create: bool, write: bool
+    ) -> tuple[int, str]:
         """A readable handle of directory ``rel`` (resolved), created if asked."""
         try:
             return self._open_rel(shown, rel, DIR_FLAGS, root)

@@ -29,8 +29,10 @@ import re
 MAX_NESTING = 200
 
 _KEYWORD = r"(?:not|and|or|if|else|elif|for|in|lambda)\b"
-_STRING = (r"""[rRbB]{0,2}(?:'''(?:\\.|[^\\])*?(?:'''|\Z)|\"\"\"(?:\\.|[^\\])*?(?:\"\"\"|\Z)"""
-           r"""|'(?:\\.|[^'\\\n])*'?|"(?:\\.|[^"\\\n])*"?)""")
+_STRING = (
+    r"""[rRbB]{0,2}(?:'''(?:\\.|[^\\])*?(?:'''|\Z)|\"\"\"(?:\\.|[^\\])*?(?:\"\"\"|\Z)"""
+    r"""|'(?:\\.|[^'\\\n])*'?|"(?:\\.|[^"\\\n])*"?)"""
+)
 # One token that can make a level per match. Blanks and names that are not keywords are
 # skipped inside the match (no Python work for them); a name directly before a quote is
 # a string prefix (r"...", b'...').
@@ -47,11 +49,21 @@ _TOKEN = re.compile(
     r"""|(?P<num>\.?\d[\w.]*)"""
     r"""|(?P<cont>\\\r?\n)"""
     r"""|(?P<other>.))""",
-    re.S)
+    re.S,
+)
 _INDENT = re.compile(r"[ \t\f]*")
 # Keywords that make a level of the syntax tree, and what each level weighs.
-_WEIGHTS = {"not": 1, "and": 1, "or": 1, "if": 1, "else": 1, "elif": 1, "for": 1, "in": 1,
-            "lambda": 2}
+_WEIGHTS = {
+    "not": 1,
+    "and": 1,
+    "or": 1,
+    "if": 1,
+    "else": 1,
+    "elif": 1,
+    "for": 1,
+    "in": 1,
+    "lambda": 2,
+}
 _BLOCK = 2
 
 
@@ -68,8 +80,11 @@ def _quick_bound(source: str) -> int | None:
     if _ODD.search(source) is not None:
         return None
     deepest = max(map(len, _INDENTS.findall(source)), default=0)
-    return (sum(map(source.count, _LEVEL_CHARS)) + sum(map(source.count, _WORDS))
-            + _BLOCK * (deepest + len(source) - len(source.lstrip(" \t\f"))))
+    return (
+        sum(map(source.count, _LEVEL_CHARS))
+        + sum(map(source.count, _WORDS))
+        + _BLOCK * (deepest + len(source) - len(source.lstrip(" \t\f")))
+    )
 
 
 def _indent(source: str, at: int) -> int:
@@ -85,7 +100,7 @@ def too_deep(source: str, limit: int = MAX_NESTING) -> tuple[int, int] | None:
     return _deepest_scan(source, limit)
 
 
-def _deepest_scan(source: str, limit: int) -> tuple[int, int] | None:
+def _deepest_scan(source: str, limit: int) -> tuple[int, int] | None:  # noqa: C901
     """:func:`too_deep` without the quick bound."""
     # Statement frames: [ops, sub, best] per open bracket (index 0 is the statement).
     frames: list[list[int]] = [[0, 0, 0]]
@@ -166,6 +181,8 @@ def _deepest_scan(source: str, limit: int) -> tuple[int, int] | None:
 
 
 def message(what: str, limit: int = MAX_NESTING) -> str:
-    return (f"{what} nests too deeply (more than {limit} levels of brackets, operators, "
-            "calls, conditions or blocks); the Starlark parser would overflow its stack. "
-            "Split it into smaller expressions, variables or functions")
+    return (
+        f"{what} nests too deeply (more than {limit} levels of brackets, operators, "
+        "calls, conditions or blocks); the Starlark parser would overflow its stack. "
+        "Split it into smaller expressions, variables or functions"
+    )

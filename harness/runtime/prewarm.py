@@ -61,9 +61,13 @@ Key = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
 class Prepared:
     __slots__ = ("proc", "key", "born", "targets", "checked_ns")
 
-    def __init__(self, proc: subprocess.Popen[bytes], key: Key,
-                 targets: Mapping[str, tuple[int, int, int]] | None = None,
-                 checked_ns: int = 0) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        key: Key,
+        targets: Mapping[str, tuple[int, int, int]] | None = None,
+        checked_ns: int = 0,
+    ) -> None:
         self.proc = proc
         self.key = key
         self.born = time.monotonic()
@@ -124,8 +128,9 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHELL_OWNED = frozenset({"PPID", "IFS", "OPTIND", "nl", "line"})
 
 
-def command_line(cwd: str, base: Mapping[str, str], env: Mapping[str, str], program: str,
-                 args: Sequence[str]) -> bytes | None:
+def command_line(
+    cwd: str, base: Mapping[str, str], env: Mapping[str, str], program: str, args: Sequence[str]
+) -> bytes | None:
     """The stub's one line, or None when it cannot carry this command.
 
     The stub runs with ``base`` as its environment; the line exports what this call
@@ -144,9 +149,11 @@ def command_line(cwd: str, base: Mapping[str, str], env: Mapping[str, str], prog
         words.append(_quote(f"OLDPWD={env['OLDPWD']}"))
     words.append(_quote(f"PWD={cwd}"))
     # nl is unset last: the quoted words above may use it.
-    line = (f"cd -- {_quote(cwd)} || exit 126; "
-            f"set -- {' '.join(_quote(w) for w in (program, *args))}; "
-            f"unset OLDPWD; export {' '.join(words)}; unset nl line; exec \"$@\"")
+    line = (
+        f"cd -- {_quote(cwd)} || exit 126; "
+        f"set -- {' '.join(_quote(w) for w in (program, *args))}; "
+        f'unset OLDPWD; export {" ".join(words)}; unset nl line; exec "$@"'
+    )
     data = os.fsencode(line) + b"\n"
     return data if len(data) <= MAX_LINE else None
 
@@ -161,8 +168,7 @@ def take(key: Key) -> Prepared | None:
             # One command at a time and its sandbox is being started: that is further
             # along than a cold start would be. (With several at once, each would wait
             # for the same one: they start cold.)
-            _cond.wait_for(lambda: bool(_ready.get(key)) or not _pending.get(key),
-                           timeout=0.1)
+            _cond.wait_for(lambda: bool(_ready.get(key)) or not _pending.get(key), timeout=0.1)
         waiting = _ready.get(key)
         p = waiting.pop(0) if waiting else None
         # Prepared for a burst that is over (more than run now, unused for IDLE_S):
@@ -170,8 +176,8 @@ def take(key: Key) -> Prepared | None:
         surplus: list[Prepared] = []
         if waiting and len(waiting) >= max(1, _inflight):
             now = time.monotonic()
-            keep = waiting[:max(1, _inflight)]
-            for extra in waiting[max(1, _inflight):]:
+            keep = waiting[: max(1, _inflight)]
+            for extra in waiting[max(1, _inflight) :]:
                 (surplus if now - extra.born > IDLE_S else keep).append(extra)
             waiting[:] = keep
         if waiting == []:
@@ -201,8 +207,7 @@ def eager(key: Key) -> bool:
     return _eager.get(key, False)
 
 
-def start(p: Prepared, prefix: Sequence[str], line: bytes,
-          wait: float = READY_WAIT_S) -> bool:
+def start(p: Prepared, prefix: Sequence[str], line: bytes, wait: float = READY_WAIT_S) -> bool:
     """Wait (up to ``wait`` s) until ``p`` is set up, check its mounts, hand it the line.
 
     False (and ``p`` killed) when anything is off: the caller starts cold."""
@@ -210,8 +215,12 @@ def start(p: Prepared, prefix: Sequence[str], line: bytes,
     assert proc.stdout is not None and proc.stdin is not None
     try:
         fd_out = proc.stdout.fileno()
-        if not readable(fd_out, max(0.0, wait)) or os.read(fd_out, 1) != b"R" \
-                or _undo_created(p) or not verify(proc.pid, prefix):
+        if (
+            not readable(fd_out, max(0.0, wait))
+            or os.read(fd_out, 1) != b"R"
+            or _undo_created(p)
+            or not verify(proc.pid, prefix)
+        ):
             _kill(p)
             return False
         # All of it, or nothing runs: a line cut short would be completed by the
@@ -219,7 +228,7 @@ def start(p: Prepared, prefix: Sequence[str], line: bytes,
         view = memoryview(line)
         fd = proc.stdin.fileno()
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     except OSError:
         _kill(p)
         return False
@@ -239,16 +248,38 @@ def _sandbox_root(bwrap_pid: int) -> str | None:
     return f"/proc/{kids[0]}/root" if len(kids) == 1 else None
 
 
-_ZERO = {"--unshare-all", "--unshare-user", "--unshare-user-try", "--disable-userns",
-         "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid",
-         "--unshare-ipc", "--unshare-uts", "--unshare-cgroup", "--unshare-cgroup-try",
-         "--as-pid-1", "--clearenv"}
-_ONE = {"--cap-drop", "--cap-add", "--proc", "--dev", "--tmpfs", "--remount-ro", "--dir",
-        "--perms", "--size", "--hostname"}
+_ZERO = {
+    "--unshare-all",
+    "--unshare-user",
+    "--unshare-user-try",
+    "--disable-userns",
+    "--die-with-parent",
+    "--new-session",
+    "--unshare-net",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup",
+    "--unshare-cgroup-try",
+    "--as-pid-1",
+    "--clearenv",
+}
+_ONE = {
+    "--cap-drop",
+    "--cap-add",
+    "--proc",
+    "--dev",
+    "--tmpfs",
+    "--remount-ro",
+    "--dir",
+    "--perms",
+    "--size",
+    "--hostname",
+}
 _TWO = {"--bind", "--ro-bind", "--dev-bind", "--symlink"}
 
 
-def verify(bwrap_pid: int, prefix: Sequence[str]) -> bool:
+def verify(bwrap_pid: int, prefix: Sequence[str]) -> bool:  # noqa: C901
     """Whether the running sandbox shows what ``prefix`` asks for, as the host is now."""
     root = _sandbox_root(bwrap_pid)
     if root is None:
@@ -268,7 +299,8 @@ def verify(bwrap_pid: int, prefix: Sequence[str]) -> bool:
                     inside = os.lstat(root + dest)
                     host = _lstat(dest)
                     if not stat.S_ISDIR(inside.st_mode) or (
-                            host is not None and host.st_dev == inside.st_dev):
+                        host is not None and host.st_dev == inside.st_dev
+                    ):
                         return False
                 elif op == "--remount-ro" and not os.statvfs(root + dest).f_flag & os.ST_RDONLY:
                     return False
@@ -285,8 +317,9 @@ def verify(bwrap_pid: int, prefix: Sequence[str]) -> bool:
                     else:
                         host = os.stat(src)
                         ok = (inside.st_dev, inside.st_ino) == (host.st_dev, host.st_ino)
-                    if not ok or (op == "--ro-bind"
-                                  and not os.statvfs(root + dest).f_flag & os.ST_RDONLY):
+                    if not ok or (
+                        op == "--ro-bind" and not os.statvfs(root + dest).f_flag & os.ST_RDONLY
+                    ):
                         return False
                 i += 3
             else:
@@ -371,8 +404,12 @@ def _undo_created(p: Prepared) -> bool:
         if st is None or _identity(st) == ident:
             continue
         changed = True
-        if (stat.S_ISREG(st.st_mode) and st.st_size == 0
-                and stat.S_IMODE(st.st_mode) == 0o444 and st.st_ctime_ns >= p.checked_ns):
+        if (
+            stat.S_ISREG(st.st_mode)
+            and st.st_size == 0
+            and stat.S_IMODE(st.st_mode) == 0o444
+            and st.st_ctime_ns >= p.checked_ns
+        ):
             with contextlib.suppress(OSError):
                 os.unlink(target)
     return changed
@@ -433,8 +470,9 @@ def prepare(key: Key, workspace: str, gen: int) -> None:
             if _spawner is None or not _spawner.is_alive():
                 # A thread that lives as long as the process: bubblewrap's
                 # die-with-parent follows the thread that started it.
-                _spawner = threading.Thread(target=_run_spawner, name="harness-prewarm",
-                                            daemon=True)
+                _spawner = threading.Thread(
+                    target=_run_spawner, name="harness-prewarm", daemon=True
+                )
                 _spawner.start()
         _jobs.put((key, workspace, gen))
     except BaseException as exc:
@@ -495,9 +533,15 @@ def _start(key: Key, workspace: str, generation: int) -> None:
         try:
             proc = subprocess.Popen(
                 argv if filter_fd is None else seccomp.insert(argv, filter_fd),
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=dict(env), cwd=workspace, start_new_session=True, close_fds=True,
-                pass_fds=() if filter_fd is None else (filter_fd,))
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=dict(env),
+                cwd=workspace,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=() if filter_fd is None else (filter_fd,),
+            )
         finally:
             if filter_fd is not None:
                 os.close(filter_fd)

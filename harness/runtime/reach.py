@@ -19,8 +19,17 @@ import tokenize
 from functools import lru_cache
 from typing import NamedTuple
 
-_SKIP = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT,
-                   tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER})
+_SKIP = frozenset(
+    {
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.COMMENT,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENCODING,
+        tokenize.ENDMARKER,
+    }
+)
 
 
 class HookInputs(NamedTuple):
@@ -42,8 +51,9 @@ _ALL = HookInputs(True, None)
 def hook_inputs(script: str, entry: str = "handle") -> HookInputs:
     """Scan ``script`` for what ``entry(event, payload)`` reads (see the module doc)."""
     try:
-        toks = [t for t in tokenize.generate_tokens(io.StringIO(script).readline)
-                if t.type not in _SKIP]
+        toks = [
+            t for t in tokenize.generate_tokens(io.StringIO(script).readline) if t.type not in _SKIP
+        ]
     except (tokenize.TokenError, SyntaxError, IndentationError, ValueError):
         return _ALL
     params = _params(toks, entry)
@@ -85,11 +95,16 @@ def _params(toks: list[tokenize.TokenInfo], entry: str) -> tuple[str, str] | Non
         if tok.string == "def" and i + 1 < len(toks) and toks[i + 1].string == entry:
             if found is not None:
                 return None  # defined twice: the last one wins at run time; do not guess
-            shape = [t.string for t in toks[i + 2:i + 8]]
-            names = [t.type for t in toks[i + 3:i + 6:2]]
-            if not (len(shape) == 6 and shape[0] == "(" and shape[2] == ","
-                    and shape[4] == ")" and shape[5] == ":"
-                    and names == [tokenize.NAME, tokenize.NAME]):
+            shape = [t.string for t in toks[i + 2 : i + 8]]
+            names = [t.type for t in toks[i + 3 : i + 6 : 2]]
+            if not (
+                len(shape) == 6
+                and shape[0] == "("
+                and shape[2] == ","
+                and shape[4] == ")"
+                and shape[5] == ":"
+                and names == [tokenize.NAME, tokenize.NAME]
+            ):
                 return None
             found = (shape[1], shape[3])
     return found
@@ -97,20 +112,33 @@ def _params(toks: list[tokenize.TokenInfo], entry: str) -> tuple[str, str] | Non
 
 def _is_declaration(toks: list[tokenize.TokenInfo], i: int, entry: str) -> bool:
     """Token ``i`` is a parameter in ``def entry(a, b):``."""
-    if i >= 3 and toks[i - 3].string == "def" and toks[i - 2].string == entry \
-            and toks[i - 1].string == "(":
+    if (
+        i >= 3
+        and toks[i - 3].string == "def"
+        and toks[i - 2].string == entry
+        and toks[i - 1].string == "("
+    ):
         return True
-    return (i >= 5 and toks[i - 5].string == "def" and toks[i - 4].string == entry
-            and toks[i - 3].string == "(" and toks[i - 1].string == ",")
+    return (
+        i >= 5
+        and toks[i - 5].string == "def"
+        and toks[i - 4].string == entry
+        and toks[i - 3].string == "("
+        and toks[i - 1].string == ","
+    )
 
 
 def _literal_key(toks: list[tokenize.TokenInfo], i: int) -> str | None:
     """The key of ``p["k"]`` or ``p.get("k"`` + ``,`` or ``)`` at token ``i``; else None."""
-    rest = [t.string for t in toks[i + 1:i + 5]]
+    rest = [t.string for t in toks[i + 1 : i + 5]]
     if len(rest) >= 3 and rest[0] == "[" and rest[2] == "]":
         lit = toks[i + 2]
-    elif len(rest) == 4 and rest[:3] == [".", "get", "("] and i + 5 < len(toks) \
-            and toks[i + 5].string in (",", ")"):
+    elif (
+        len(rest) == 4
+        and rest[:3] == [".", "get", "("]
+        and i + 5 < len(toks)
+        and toks[i + 5].string in (",", ")")
+    ):
         lit = toks[i + 4]
     else:
         return None
@@ -148,4 +176,3 @@ def noargs_source(script: str) -> str | None:
     if NOARGS_ENTRY in script:
         return None
     return script.rstrip("\n") + "\n" + _NOARGS_SOURCE
-

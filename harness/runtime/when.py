@@ -57,8 +57,15 @@ class Fallback(Exception):
 WhenError = Fallback
 # What a compiled closure may raise; every one means "ask Starlark". (A TypeError and
 # the like cannot happen by design; should one, Starlark answers, not Python.)
-FALLBACK_ERRORS = (Fallback, TypeError, ValueError, AttributeError, KeyError, IndexError,
-                   RecursionError)
+FALLBACK_ERRORS = (
+    Fallback,
+    TypeError,
+    ValueError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    RecursionError,
+)
 
 
 class _Unsupported(Exception):
@@ -76,8 +83,10 @@ _NoneType = type(None)
 _KNOWN = frozenset({str, int, bool, _NoneType, list, dict, _Tuple})
 _SCALAR = frozenset({str, int, bool, _NoneType})
 # Unicode White_Space: what Starlark's strip() removes (Rust's str::trim).
-WHITE_SPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-               "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 def _eq(a: Any, b: Any) -> bool:
@@ -135,7 +144,10 @@ _CMP: dict[type, Callable[[Any, Any], bool]] = {
     ast.NotEq: lambda a, b: not _eq(a, b),
     ast.In: lambda a, b: _contains(b, a),
     ast.NotIn: lambda a, b: not _contains(b, a),
-    ast.Lt: _order("<"), ast.LtE: _order("<="), ast.Gt: _order(">"), ast.GtE: _order(">="),
+    ast.Lt: _order("<"),
+    ast.LtE: _order("<="),
+    ast.Gt: _order(">"),
+    ast.GtE: _order(">="),
 }
 
 
@@ -170,8 +182,11 @@ class _Compiler:
         if isinstance(node, ast.Constant):
             value = node.value
             text = ast.get_source_segment(self.source, node)
-            if (value is None or type(value) in (str, int, bool)) and text is not None \
-                    and _PLAIN_LITERAL.match(text):
+            if (
+                (value is None or type(value) in (str, int, bool))
+                and text is not None
+                and _PLAIN_LITERAL.match(text)
+            ):
                 return lambda env: value
             raise _Unsupported
         if isinstance(node, ast.Name):
@@ -187,9 +202,13 @@ class _Compiler:
             if isinstance(node, ast.Tuple):
                 return lambda env: _Tuple([f(env) for f in items])
             return lambda env: [f(env) for f in items]
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
-                and node.value.id in ("event", "payload") \
-                and isinstance(node.slice, ast.Constant) and type(node.slice.value) is str:
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("event", "payload")
+            and isinstance(node.slice, ast.Constant)
+            and type(node.slice.value) is str
+        ):
             self.compile(node.slice)  # the literal must be plain
             # payload["name"]: the commonest shape, one closure instead of three.
             var, field_key = node.value.id, node.slice.value
@@ -202,6 +221,7 @@ class _Compiler:
                     except KeyError:
                         raise Fallback from None
                 return _index(obj, field_key)
+
             return field
         if isinstance(node, ast.Subscript):
             obj, key = self.compile(node.value), self.compile(node.slice)
@@ -214,8 +234,11 @@ class _Compiler:
             inner = self.compile(node.operand)
             return lambda env: not _truth(inner(env))
         if isinstance(node, ast.IfExp):
-            test, body, orelse = (self.compile(node.test), self.compile(node.body),
-                                  self.compile(node.orelse))
+            test, body, orelse = (
+                self.compile(node.test),
+                self.compile(node.body),
+                self.compile(node.orelse),
+            )
             return lambda env: body(env) if _truth(test(env)) else orelse(env)
         if isinstance(node, ast.Call) and not node.keywords:
             return self._call(node)
@@ -238,8 +261,11 @@ class _Compiler:
         left, right = self.compile(node.left), self.compile(node.comparators[0])
         op = _CMP[type(node.ops[0])]
         const = node.comparators[0]
-        if isinstance(const, ast.Constant) and type(const.value) is str \
-                and type(node.ops[0]) in (ast.Eq, ast.NotEq):
+        if (
+            isinstance(const, ast.Constant)
+            and type(const.value) is str
+            and type(node.ops[0]) in (ast.Eq, ast.NotEq)
+        ):
             # == / != against a string literal: only an equal str can match.
             text, negate = const.value, type(node.ops[0]) is ast.NotEq
 
@@ -250,10 +276,14 @@ class _Compiler:
                 if type(v) in _KNOWN or type(v) is float:
                     return negate
                 raise Fallback
+
             return eq_text
         container = self.constant(const)
-        if type(node.ops[0]) in (ast.In, ast.NotIn) and type(container) in (list, _Tuple) \
-                and all(type(v) is str for v in container):
+        if (
+            type(node.ops[0]) in (ast.In, ast.NotIn)
+            and type(container) in (list, _Tuple)
+            and all(type(v) is str for v in container)
+        ):
             # x in ["a", "b"]: only an equal str can be found (the commonest filter).
             texts, negate = frozenset(container), type(node.ops[0]) is ast.NotIn
 
@@ -264,12 +294,14 @@ class _Compiler:
                 if type(v) in _KNOWN or type(v) is float:
                     return negate
                 raise Fallback
+
             return in_texts
         return lambda env: op(left(env), right(env))
 
     def _boolop(self, node: ast.BoolOp) -> Fn:
         parts = [self.compile(v) for v in node.values]
         if isinstance(node.op, ast.And):
+
             def and_(env: Env) -> Any:
                 value: Any = True
                 for p in parts:
@@ -277,6 +309,7 @@ class _Compiler:
                     if not _truth(value):
                         return value
                 return value
+
             return and_
 
         def or_(env: Env) -> Any:
@@ -286,9 +319,10 @@ class _Compiler:
                 if _truth(value):
                     return value
             return value
+
         return or_
 
-    def _call(self, node: ast.Call) -> Fn:
+    def _call(self, node: ast.Call) -> Fn:  # noqa: C901
         args = [self.compile(a) for a in node.args]
         if isinstance(node.func, ast.Name) and node.func.id == "len" and len(args) == 1:
             arg = args[0]
@@ -299,6 +333,7 @@ class _Compiler:
                 if kind is str or kind is list or kind is dict or kind is _Tuple:
                     return len(v)
                 raise Fallback
+
             return length
         if not isinstance(node.func, ast.Attribute):
             raise _Unsupported
@@ -312,6 +347,7 @@ class _Compiler:
                 if type(obj) is not dict or type(key) is not str:
                     raise Fallback
                 return obj.get(key, default)
+
             return get
         if method in ("startswith", "endswith") and len(args) == 1:
             arg = args[0]
@@ -325,8 +361,10 @@ class _Compiler:
                 elif type(value) is not str:
                     raise Fallback
                 return bool(getattr(obj, method)(value))
+
             return affix
         if method in ("lower", "upper", "strip") and not args:
+
             def str_method(env: Env) -> str:
                 obj = target(env)
                 if type(obj) is not str:
@@ -336,6 +374,7 @@ class _Compiler:
                 if not obj.isascii():
                     raise Fallback
                 return obj.lower() if method == "lower" else obj.upper()
+
             return str_method
         raise _Unsupported
 
@@ -378,8 +417,9 @@ def compile_when(expr: str) -> Fn | None:
         return None
     if not _parses_as_starlark(expr):
         return None
-    if isinstance(tree.body, ast.Compare) or (isinstance(tree.body, ast.UnaryOp)
-                                              and isinstance(tree.body.op, ast.Not)):
+    if isinstance(tree.body, ast.Compare) or (
+        isinstance(tree.body, ast.UnaryOp) and isinstance(tree.body.op, ast.Not)
+    ):
         return body  # always a bool: nothing to convert
 
     def run(env: Env) -> Any:
@@ -388,6 +428,7 @@ def compile_when(expr: str) -> Fn | None:
         if kind is list or kind is dict or isinstance(value, tuple):
             value = _result(value)
         return value
+
     return run
 
 
@@ -410,8 +451,9 @@ def fast_value(fn: Fn | None, event: str, payload: Mapping[str, Any]) -> Any:
         return NO_ANSWER
 
 
-def fast_when(expr: str, event: str, payload: Mapping[str, Any], filename: str,
-              line: int) -> Outcome | None:
+def fast_when(
+    expr: str, event: str, payload: Mapping[str, Any], filename: str, line: int
+) -> Outcome | None:
     """``expr`` evaluated in Python as an Outcome when that is exact, else None."""
     value = fast_value(compile_when(expr), event, payload)
     return None if value is NO_ANSWER else Outcome("ok", value, None, 0.0)

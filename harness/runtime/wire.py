@@ -44,7 +44,7 @@ class Pipe:
     def send(self, tag: int, payload: bytes) -> None:
         data = memoryview(HEADER.pack(len(payload), tag) + payload)
         while data:
-            data = data[os.write(self.wfd, data):]
+            data = data[os.write(self.wfd, data) :]
 
     def recv(self) -> tuple[int, bytes]:
         return read_frame(self, self.rfd, EOFError)

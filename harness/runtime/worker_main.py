@@ -85,9 +85,11 @@ def _guard_children(prctl: Any, soft_as: int) -> None:
             if user is None:
                 kwargs["preexec_fn"] = deathsig
             else:
+
                 def both() -> None:
                     deathsig()
                     user()
+
                 kwargs["preexec_fn"] = both
         limit = resource.getrlimit(resource.RLIMIT_AS)
         resource.setrlimit(resource.RLIMIT_AS, (soft_as, limit[1]))
@@ -129,9 +131,14 @@ def _serve(pipe: Pipe, memory_mb: int) -> None:
             scripts[sid] = script
         kind, source, filename, line, entry = scripts[sid]
         ctx = CallContext(
-            config=config, session_id=session_id, call_id=call_id, tool=tool, kind=kind,
+            config=config,
+            session_id=session_id,
+            call_id=call_id,
+            tool=tool,
+            kind=kind,
             deadline=None if remaining_ms < 0 else monotonic() + remaining_ms / 1000.0,
-            cache=cache if flags & 1 else None, log=log if flags & 2 else None,
+            cache=cache if flags & 1 else None,
+            log=log if flags & 2 else None,
             host=host if flags & 4 else None,
             extras=extras if extras is not None else {},
         )
@@ -149,11 +156,13 @@ def _serve(pipe: Pipe, memory_mb: int) -> None:
             recycle = True
         back_extras = ctx.extras or None
         try:
-            reply = marshal.dumps((out.status, out.value, out.error, out.duration_ms,
-                                   back_extras, recycle))
+            reply = marshal.dumps(
+                (out.status, out.value, out.error, out.duration_ms, back_extras, recycle)
+            )
         except ValueError:
-            reply = marshal.dumps((out.status, out.value, out.error, out.duration_ms, None,
-                                   recycle))
+            reply = marshal.dumps(
+                (out.status, out.value, out.error, out.duration_ms, None, recycle)
+            )
         except MemoryError:
             reply = marshal.dumps(("memory", None, memory_text, out.duration_ms, None, True))
             recycle = True

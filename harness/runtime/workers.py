@@ -87,8 +87,9 @@ class _Spawner:
     def run(self, fn: Callable[[], Any]) -> Any:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="harness-worker-spawner",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._loop, name="harness-worker-spawner", daemon=True
+                )
                 self._thread.start()
         fut: Future[Any] = Future()
         self._jobs.put((fn, fut))
@@ -115,8 +116,24 @@ class _NotSent(_Died):
 
 
 class _Worker:
-    __slots__ = ("proc", "pid", "rfd", "wfd", "errfile", "buf", "spin", "known", "config", "lock",
-                 "hard", "ready", "killed", "retire", "timed_out", "failed")
+    __slots__ = (
+        "proc",
+        "pid",
+        "rfd",
+        "wfd",
+        "errfile",
+        "buf",
+        "spin",
+        "known",
+        "config",
+        "lock",
+        "hard",
+        "ready",
+        "killed",
+        "retire",
+        "timed_out",
+        "failed",
+    )
 
     def __init__(self, proc: subprocess.Popen[bytes], errfile: IO[bytes]) -> None:
         assert proc.stdin and proc.stdout
@@ -149,7 +166,7 @@ class _Worker:
             if n < len(data):
                 view = memoryview(data)[n:]
                 while view:
-                    view = view[os.write(self.wfd, view):]
+                    view = view[os.write(self.wfd, view) :]
         except OSError as exc:  # BrokenPipe: the worker is gone; its death is read next
             raise _Died from exc
 
@@ -233,7 +250,7 @@ def _children(parents: set[int]) -> dict[int, list[int]]:
         try:
             with open(f"/proc/{name}/stat", "rb") as f:
                 stat = f.read()
-            ppid = int(stat[stat.rindex(b")") + 2:].split(None, 2)[1])
+            ppid = int(stat[stat.rindex(b")") + 2 :].split(None, 2)[1])
         except (OSError, ValueError, IndexError):
             continue
         if ppid in parents:
@@ -246,14 +263,28 @@ def _spawn(memory_mb: int) -> _Worker:
     env["RUST_BACKTRACE"] = "0"  # a panic prints one line, not a backtrace
     env["MALLOC_ARENA_MAX"] = "2"  # keep glibc from reserving 64 MB per thread
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
-    argv = [sys.executable, "-P", "-m", "harness.runtime.worker_main",
-            str(os.getpid()), str(memory_mb)]
+        p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p
+    )
+    argv = [
+        sys.executable,
+        "-P",
+        "-m",
+        "harness.runtime.worker_main",
+        str(os.getpid()),
+        str(memory_mb),
+    ]
     errfile = tempfile.TemporaryFile(prefix="harness-worker-")
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=errfile, env=env, start_new_session=True,
-                                close_fds=True, bufsize=0)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errfile,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+            bufsize=0,
+        )
     except BaseException:
         errfile.close()
         raise
@@ -377,7 +408,8 @@ class _Pool:
                 with self.cond:
                     if self.watch_thread is None:
                         self.watch_thread = threading.Thread(
-                            target=self._watch_loop, name="harness-worker-watchdog", daemon=True)
+                            target=self._watch_loop, name="harness-worker-watchdog", daemon=True
+                        )
                         self.watch_thread.start()
             self.watch_wake.set()
 
@@ -441,23 +473,55 @@ class ProcessRuntime:
 
     # -- ScriptRuntime ---------------------------------------------------------------
 
-    def run_tool(self, script: str, filename: str, line: int, args: Mapping[str, Any],
-                 ctx: CallContext, timeout_ms: int) -> Outcome:
+    def run_tool(
+        self,
+        script: str,
+        filename: str,
+        line: int,
+        args: Mapping[str, Any],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         ctx.kind = "tool"
-        return self._call("tool", script, filename, line, surface.TOOL_ENTRY[0],
-                          (dict(args),), ctx, timeout_ms)
+        return self._call(
+            "tool", script, filename, line, surface.TOOL_ENTRY[0], (dict(args),), ctx, timeout_ms
+        )
 
-    def run_hook(self, script: str, filename: str, line: int, event: object,
-                 payload: object, ctx: CallContext, timeout_ms: int) -> Outcome:
+    def run_hook(
+        self,
+        script: str,
+        filename: str,
+        line: int,
+        event: object,
+        payload: object,
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         ctx.kind = "hook"
         source, entry, args = hook_call(script, event, payload)
         return self._call("hook", source, filename, line, entry, args, ctx, timeout_ms)
 
-    def eval_when(self, expr: str, filename: str, line: int, event: str,
-                  payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+    def eval_when(
+        self,
+        expr: str,
+        filename: str,
+        line: int,
+        event: str,
+        payload: Mapping[str, Any],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         ctx.kind = "when"
-        return self._call("when", when_source(expr), filename, line, "harness_when",
-                          (event, dict(payload)), ctx, timeout_ms)
+        return self._call(
+            "when",
+            when_source(expr),
+            filename,
+            line,
+            "harness_when",
+            (event, dict(payload)),
+            ctx,
+            timeout_ms,
+        )
 
     def close(self) -> None:
         """Kill every worker (and its process group) and wait for them."""
@@ -466,14 +530,27 @@ class ProcessRuntime:
     def __enter__(self) -> ProcessRuntime:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     # -- one call ----------------------------------------------------------------------
 
-    def _call(self, kind: str, source: str, filename: str, line: int, entry: str,
-              args: tuple[Any, ...], ctx: CallContext, timeout_ms: int) -> Outcome:
+    def _call(
+        self,
+        kind: str,
+        source: str,
+        filename: str,
+        line: int,
+        entry: str,
+        args: tuple[Any, ...],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         start = time.monotonic()
         key = (kind, source, filename, line)
         sid = self._script_ids.get(key)
@@ -544,8 +621,16 @@ class ProcessRuntime:
         w.ready = True
         return True
 
-    def _exchange(self, w: _Worker, sid: int, key: tuple[str, str, str, int], entry: str,
-                  args: tuple[Any, ...], ctx: CallContext, timeout_ms: int) -> Outcome | None:
+    def _exchange(  # noqa: C901
+        self,
+        w: _Worker,
+        sid: int,
+        key: tuple[str, str, str, int],
+        entry: str,
+        args: tuple[Any, ...],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome | None:
         """Send the call and serve the worker until it answers; None if it must go."""
         # The deadline counts from here: waiting for a worker to start is not the
         # script's time. An earlier deadline already on ctx (the caller's) holds; ctx
@@ -567,10 +652,23 @@ class ProcessRuntime:
         else:
             remaining = max(0.0, (deadline - now) * 1000.0)
             self._pool.watch(w, deadline + KILL_GRACE_S)
-        flags = ((1 if ctx.cache is not None else 0) | (2 if ctx.log is not None else 0)
-                 | (4 if ctx.host is not None else 0))
-        msg = (sid, script, args, ctx.session_id, ctx.call_id, ctx.tool, remaining, timeout_ms,
-               flags, ctx.extras or None)
+        flags = (
+            (1 if ctx.cache is not None else 0)
+            | (2 if ctx.log is not None else 0)
+            | (4 if ctx.host is not None else 0)
+        )
+        msg = (
+            sid,
+            script,
+            args,
+            ctx.session_id,
+            ctx.call_id,
+            ctx.tool,
+            remaining,
+            timeout_ms,
+            flags,
+            ctx.extras or None,
+        )
         try:
             tag, blob = T_RUN, marshal.dumps(msg)
         except ValueError:  # arguments marshal cannot carry: let pickle try
@@ -578,8 +676,9 @@ class ProcessRuntime:
                 tag, blob = T_RUN_PICKLED, pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception as exc:  # noqa: BLE001
                 self._pool.unwatch(w)
-                return Outcome(status="error", error=f"arguments cannot be passed to the "
-                               f"script worker: {exc}")
+                return Outcome(
+                    status="error", error=f"arguments cannot be passed to the script worker: {exc}"
+                )
         try:
             w.send(tag, blob)
         except _Died:
@@ -629,15 +728,22 @@ class ProcessRuntime:
         if cancel.is_cancelled(ctx.call_id):
             return Outcome(status="error", error=CANCELLED_ERROR, duration_ms=duration)
         if w.timed_out:
-            return Outcome(status="timeout", error=f"timed out after {timeout_ms} ms",
-                           duration_ms=duration)
+            return Outcome(
+                status="timeout", error=f"timed out after {timeout_ms} ms", duration_ms=duration
+            )
         if self._pool.closed and out.status == "crash":
-            return Outcome(status="crash", error="crashed (the script runtime was closed)",
-                           duration_ms=duration)
+            return Outcome(
+                status="crash",
+                error="crashed (the script runtime was closed)",
+                duration_ms=duration,
+            )
         if tail and ctx.log is not None:
             with contextlib.suppress(Exception):
-                ctx.log("error", f"script worker {w.pid} died: {out.error}",
-                        {"tool": ctx.tool, "stderr": tail[-1000:]})
+                ctx.log(
+                    "error",
+                    f"script worker {w.pid} died: {out.error}",
+                    {"tool": ctx.tool, "stderr": tail[-1000:]},
+                )
         return Outcome(status=out.status, error=out.error, duration_ms=duration)
 
 

@@ -41,8 +41,9 @@ def read_first_line(fd: int = 0) -> bytes:
     return bytes(out)
 
 
-def initialize_answer(line: bytes, *, instructions: str | None, version: str,
-                      tools_changed: bool) -> dict[str, Any] | None:
+def initialize_answer(
+    line: bytes, *, instructions: str | None, version: str, tools_changed: bool
+) -> dict[str, Any] | None:
     """The answer to ``line`` when it is a well-formed ``initialize`` request, else None
     (the SDK answers anything else, errors included)."""
     try:
@@ -52,14 +53,21 @@ def initialize_answer(line: bytes, *, instructions: str | None, version: str,
     if not isinstance(request, dict) or request.get("method") != "initialize":
         return None
     rid, params = request.get("id"), request.get("params")
-    if request.get("jsonrpc") != "2.0" or type(rid) not in (int, str) or not isinstance(
-            params, dict):
+    if (
+        request.get("jsonrpc") != "2.0"
+        or type(rid) not in (int, str)
+        or not isinstance(params, dict)
+    ):
         return None
     client = params.get("clientInfo")
     requested = params.get("protocolVersion")
-    if (not isinstance(requested, str) or not isinstance(params.get("capabilities"), dict)
-            or not isinstance(client, dict) or not isinstance(client.get("name"), str)
-            or not isinstance(client.get("version"), str)):
+    if (
+        not isinstance(requested, str)
+        or not isinstance(params.get("capabilities"), dict)
+        or not isinstance(client, dict)
+        or not isinstance(client.get("name"), str)
+        or not isinstance(client.get("version"), str)
+    ):
         return None
     negotiated = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
     result: dict[str, Any] = {"capabilities": {"tools": {"listChanged": tools_changed}}}
@@ -90,16 +98,19 @@ def serve_stdio(root: Any, *, watch: bool = False, watch_interval: float = 0.5) 
     if not line.strip():
         return  # the client went away before saying anything
     harness = load_harness(root)  # LoadError propagates: the CLI prints the problems
-    answer = initialize_answer(line, instructions=harness.system_prompt, version=version(),
-                               tools_changed=changes_possible(harness, watch))
+    answer = initialize_answer(
+        line,
+        instructions=harness.system_prompt,
+        version=version(),
+        tools_changed=changes_possible(harness, watch),
+    )
     if answer is not None:
         write_answer(answer)
     from harness.serve.mcp import HarnessMCPServer, quiet_sdk_logs
     from harness.serve.stdio import serve_stdio as serve_connection
 
     quiet_sdk_logs()
-    server = HarnessMCPServer(root, watch=watch, watch_interval=watch_interval,
-                              harness=harness)
+    server = HarnessMCPServer(root, watch=watch, watch_interval=watch_interval, harness=harness)
     try:
         asyncio.run(serve_connection(server, replay=(line, answer)))
     finally:

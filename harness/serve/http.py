@@ -66,13 +66,17 @@ def token_identity(token: str) -> str:
 def parse_tokens(raw: str, name: str) -> list[str]:
     tokens = [t.strip() for t in raw.split(",") if t.strip()]
     if not tokens:
-        raise ServeError(f'--auth-token-env: the environment variable "{name}" is empty; put '
-                         "the bearer token (or several, separated by commas) in it")
+        raise ServeError(
+            f'--auth-token-env: the environment variable "{name}" is empty; put '
+            "the bearer token (or several, separated by commas) in it"
+        )
     short = [t for t in tokens if len(t) < 16]
     if short:
-        raise ServeError(f'--auth-token-env: a token in "{name}" has {len(short[0])} '
-                         "characters; use at least 16 (e.g. python -c 'import secrets; "
-                         "print(secrets.token_urlsafe(32))')")
+        raise ServeError(
+            f'--auth-token-env: a token in "{name}" has {len(short[0])} '
+            "characters; use at least 16 (e.g. python -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))')"
+        )
     return tokens
 
 
@@ -104,12 +108,20 @@ class BearerAuth:
                 break
         identity = self.identify(header)
         if identity is None:
-            body = json.dumps({"error": "missing or invalid bearer token: send "
-                               "Authorization: Bearer <token>"}).encode()
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"www-authenticate", b'Bearer realm="harness"'),
-                                    (b"content-length", str(len(body)).encode())]})
+            body = json.dumps(
+                {"error": "missing or invalid bearer token: send Authorization: Bearer <token>"}
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b'Bearer realm="harness"'),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         scope[IDENTITY_KEY] = identity
@@ -131,8 +143,9 @@ class HostPolicy:
     allowed_origins: tuple[str, ...]
 
 
-def host_policy(host: str, port: int, extra_hosts: Sequence[str] = (),
-                extra_origins: Sequence[str] = ()) -> HostPolicy:
+def host_policy(
+    host: str, port: int, extra_hosts: Sequence[str] = (), extra_origins: Sequence[str] = ()
+) -> HostPolicy:
     """The Host and Origin values accepted for a server bound to ``host:port``."""
     names: list[str] = []
     if is_loopback(host) or host in ("0.0.0.0", "::", ""):
@@ -143,8 +156,9 @@ def host_policy(host: str, port: int, extra_hosts: Sequence[str] = (),
     hosts += list(extra_hosts)
     origins = [f"http://{h}" for h in hosts if not h.endswith(":*")]
     origins += list(extra_origins)
-    return HostPolicy(allowed_hosts=tuple(dict.fromkeys(hosts)),
-                      allowed_origins=tuple(dict.fromkeys(origins)))
+    return HostPolicy(
+        allowed_hosts=tuple(dict.fromkeys(hosts)), allowed_origins=tuple(dict.fromkeys(origins))
+    )
 
 
 def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
@@ -152,8 +166,9 @@ def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
-        raise ServeError(f'cannot listen on "{host}": {exc.strerror}; use an IP address or a '
-                         "name that resolves") from None
+        raise ServeError(
+            f'cannot listen on "{host}": {exc.strerror}; use an IP address or a name that resolves'
+        ) from None
     family, _, _, _, addr = infos[0]
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -163,14 +178,20 @@ def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
     except OSError as exc:
         sock.close()
         why = exc.strerror or str(exc)
-        hint = ("another process is listening there; stop it, choose another --port, or use "
-                "--port 0 for any free port") if exc.errno == 98 else "check --host and --port"
+        hint = (
+            (
+                "another process is listening there; stop it, choose another --port, or use "
+                "--port 0 for any free port"
+            )
+            if exc.errno == 98
+            else "check --host and --port"
+        )
         raise ServeError(f"cannot listen on {host}:{port}: {why}; {hint}") from None
     sock.set_inheritable(True)
     return sock
 
 
-def guarded_protocol(header_timeout: float, max_connections: int) -> type:
+def guarded_protocol(header_timeout: float, max_connections: int) -> type:  # noqa: C901
     """uvicorn's h11 protocol with a header-read timeout and a connection cap.
 
     uvicorn closes idle keep-alive connections, but not one that never finishes its
@@ -191,8 +212,10 @@ def guarded_protocol(header_timeout: float, max_connections: int) -> type:
             if len(self.connections) > max_connections:
                 if not GuardedH11Protocol._refused_logged:
                     GuardedH11Protocol._refused_logged = True
-                    log.warning("more than %d connections are open; closing new ones "
-                                "(--max-connections)", max_connections)
+                    log.warning(
+                        "more than %d connections are open; closing new ones (--max-connections)",
+                        max_connections,
+                    )
                 transport.close()
                 return
             self._arm_header_timer()

@@ -21,8 +21,13 @@ def changes_possible(harness: Any, watch: bool) -> bool:
         return True
     if NAME in harness.all_tools:
         return False
-    return any(t.loading == "deferred" and t.enabled and n != "read_output"
-               and policy_allows(harness.config, n) for n, t in harness.all_tools.items())
+    return any(
+        t.loading == "deferred"
+        and t.enabled
+        and n != "read_output"
+        and policy_allows(harness.config, n)
+        for n, t in harness.all_tools.items()
+    )
 
 
 def version() -> str:

@@ -71,8 +71,9 @@ class ServeSession(Session):
     Refs survive the request (and the session) that made them, ``--watch`` reloads
     and, with a shared backend, the replica; each is readable only from ``scope``."""
 
-    def __init__(self, harness: Harness, store: SpillStore, scope: str,
-                 shared_cache: bool = False) -> None:
+    def __init__(
+        self, harness: Harness, store: SpillStore, scope: str, shared_cache: bool = False
+    ) -> None:
         self._store = store
         self.scope = scope
         super().__init__(harness)
@@ -80,8 +81,9 @@ class ServeSession(Session):
             self.cache = BackendCache(store.backend, scope)  # type: ignore[assignment]
             self.metrics = BackendMetrics(store.backend, scope)  # type: ignore[assignment]
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None = None, *,
-             id: str | None = None) -> ToolResult:
+    def call(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, id: str | None = None
+    ) -> ToolResult:
         if not tracing.active():
             return super().call(name, arguments, id=id)
         self.auditing = True  # the pipeline reports each hook run (hook.decision)
@@ -109,9 +111,11 @@ class ServeSession(Session):
         except Exception as exc:  # noqa: BLE001
             return {"error": f'output ref "{ref}" cannot be read now: {exc}'}
         if data is None:
-            return {"error": f'unknown output ref "{ref}": it expired, or it was made for '
-                             "another client (refs are readable only by the client that "
-                             "received them)"}
+            return {
+                "error": f'unknown output ref "{ref}": it expired, or it was made for '
+                "another client (refs are readable only by the client that "
+                "received them)"
+            }
         return read_page(data, ref, args, self.harness.config.limits.max_output_bytes)
 
 
@@ -139,9 +143,14 @@ class Generation:
     def deferred(self) -> dict[str, Any]:
         """Deferred tools a client may discover (enabled, allowed by tools_policy)."""
         h = self.harness
-        return {n: t for n, t in h.loaded_tools.items()
-                if t.loading == "deferred" and t.enabled and n != READ_OUTPUT
-                and policy_allows(h.config, n)}
+        return {
+            n: t
+            for n, t in h.loaded_tools.items()
+            if t.loading == "deferred"
+            and t.enabled
+            and n != READ_OUTPUT
+            and policy_allows(h.config, n)
+        }
 
 
 @dataclass(eq=False, slots=True)
@@ -169,21 +178,29 @@ class _Server(Server[Any]):
     tools_changed = False
 
     def create_initialization_options(
-            self, notification_options: NotificationOptions | None = None,
-            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-            extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
         options = notification_options or NotificationOptions(tools_changed=self.tools_changed)
-        return super().create_initialization_options(options, experimental_capabilities,
-                                                     extensions)
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
 class HarnessMCPServer:
     """Serves one project root over MCP. Create, then ``await serve_stdio(server)``
     (serve/stdio.py) or ``await run_http(...)``."""
 
-    def __init__(self, root: Path, *, watch: bool = False, watch_interval: float = 0.5,
-                 name: str = "harness", backend: StateBackend | None = None,
-                 harness: Harness | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        watch: bool = False,
+        watch_interval: float = 0.5,
+        name: str = "harness",
+        backend: StateBackend | None = None,
+        harness: Harness | None = None,
+    ) -> None:
         self.root = Path(root)
         self.watch = watch
         self.watch_interval = watch_interval
@@ -191,8 +208,11 @@ class HarnessMCPServer:
         # LoadError propagates at startup; the stdio fast path hands its own load.
         self.gen = Generation(harness if harness is not None else load_harness(self.root))
         state = self.gen.harness.config.state
-        self.backend = backend if backend is not None else open_backend(
-            state.backend, state.url, namespace=state.namespace)
+        self.backend = (
+            backend
+            if backend is not None
+            else open_backend(state.backend, state.url, namespace=state.namespace)
+        )
         self.shared_cache = state.backend != "memory"
         self.spills = SpillStore(self.backend, ttl_s=float(state.spill_ttl_s))
         self.clients: dict[Any, Client] = {}
@@ -212,7 +232,8 @@ class HarnessMCPServer:
         )
         self.server.tools_changed = self._changes_possible()
         self.server.add_notification_handler(
-            "notifications/initialized", types.NotificationParams, self._initialized)
+            "notifications/initialized", types.NotificationParams, self._initialized
+        )
         self._log_tool_search_shadowing()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._follow_upstream(self.gen)
@@ -234,8 +255,9 @@ class HarnessMCPServer:
             key: Any = ("modern", scope)
             client = self.clients.get(key)
             if client is None:
-                client = Client(key=key, gen=self.gen, modern=True,
-                                session=self._new_session(self.gen, scope))
+                client = Client(
+                    key=key, gen=self.gen, modern=True, session=self._new_session(self.gen, scope)
+                )
                 self.clients[key] = client
             return client
         # The SDK keeps the per-connection object on the request's ServerSession; it
@@ -246,8 +268,12 @@ class HarnessMCPServer:
         if client is not None and not client.closed:
             return client
         scope = identity or f"connection:{uuid.uuid4().hex}"
-        client = Client(key=key, gen=self.gen, session=self._new_session(self.gen, scope),
-                        version=ctx.protocol_version)
+        client = Client(
+            key=key,
+            gen=self.gen,
+            session=self._new_session(self.gen, scope),
+            version=ctx.protocol_version,
+        )
         self.clients[key] = client
         if connection is not None:
             client.notify = connection.send_tool_list_changed
@@ -285,8 +311,7 @@ class HarnessMCPServer:
             self._listeners[scope] = ListenHandler(bus)
         return bus
 
-    async def _listen(self, ctx: Any,
-                      params: types.SubscriptionsListenRequestParams) -> Any:
+    async def _listen(self, ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
         scope = identity_of(ctx.request) or ANONYMOUS
         self._bus(scope)
         return await self._listeners[scope](ctx, params)
@@ -317,8 +342,11 @@ class HarnessMCPServer:
     def visible_names(self, client: Client) -> list[str]:
         h = client.gen.harness
         loaded = h.loaded_tools
-        names = {n for n, t in loaded.items()
-                 if t.enabled and t.loading == "always" and policy_allows(h.config, n)}
+        names = {
+            n
+            for n, t in loaded.items()
+            if t.enabled and t.loading == "always" and policy_allows(h.config, n)
+        }
         deferred = client.gen.deferred()
         names |= client.surfaced & set(deferred)
         if READ_OUTPUT in loaded and policy_allows(h.config, READ_OUTPUT):
@@ -347,13 +375,15 @@ class HarnessMCPServer:
 
     # -- tools/call --------------------------------------------------------------------
 
-    async def _call_tool(self, ctx: Any,
-                         params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         arguments = params.arguments if params.arguments is not None else {}
         return await self.call(self._client(ctx), params.name, arguments)
 
-    async def call(self, client: Client, name: str,
-                   arguments: Mapping[str, Any]) -> types.CallToolResult:
+    async def call(
+        self, client: Client, name: str, arguments: Mapping[str, Any]
+    ) -> types.CallToolResult:
         """One tools/call of ``client`` through the pipeline (on a worker thread): the
         SDK's handler and the stdio fast lane (serve/stdio.py) both come here."""
         gen, session = client.gen, client.session
@@ -376,8 +406,9 @@ class HarnessMCPServer:
             self._limiter = anyio.CapacityLimiter(CALL_THREADS)
         gen.inflight += 1
         try:
-            result = await anyio.to_thread.run_sync(run, abandon_on_cancel=True,
-                                                    limiter=self._limiter)
+            result = await anyio.to_thread.run_sync(
+                run, abandon_on_cancel=True, limiter=self._limiter
+            )
         except anyio.get_cancelled_exc_class():
             # notifications/cancelled, or the client went away: stop the call (the
             # Starlark run, the command's process group, the worker) and record it.
@@ -385,14 +416,19 @@ class HarnessMCPServer:
             if finished:
                 cancel.forget(call_id)
             with contextlib.suppress(Exception):
-                session.emit("tool.cancelled", tool=name, call_id=call_id,
-                             reason="the client cancelled the request or disconnected")
+                session.emit(
+                    "tool.cancelled",
+                    tool=name,
+                    call_id=call_id,
+                    reason="the client cancelled the request or disconnected",
+                )
             log.info('call of tool "%s" cancelled by the client', name)
             raise
         except Exception as exc:  # noqa: BLE001 - the pipeline should never raise; be safe
             log.exception("tool %r raised inside the server", name)
-            return _error_result(f'tool "{name}" failed inside the server: '
-                                 f"{type(exc).__name__}: {exc}")
+            return _error_result(
+                f'tool "{name}" failed inside the server: {type(exc).__name__}: {exc}'
+            )
         finally:
             gen.inflight -= 1
             if gen.retired and gen.inflight == 0:
@@ -406,16 +442,21 @@ class HarnessMCPServer:
     async def _surface(self, client: Client, name: str, result: ToolResult) -> bool:
         """Record tools this result makes visible; True when the listing changed."""
         before = len(client.surfaced)
-        if (name == TOOL_SEARCH and not result.is_error and isinstance(result.value, dict)
-                and TOOL_SEARCH not in client.gen.harness.loaded_tools):
+        if (
+            name == TOOL_SEARCH
+            and not result.is_error
+            and isinstance(result.value, dict)
+            and TOOL_SEARCH not in client.gen.harness.loaded_tools
+        ):
             deferred = client.gen.deferred()
             for hit in result.value.get("tools") or ():
                 if isinstance(hit, dict) and hit.get("name") in deferred:
                     client.surfaced.add(hit["name"])
         return len(client.surfaced) != before
 
-    def _to_mcp(self, gen: Generation, session: ServeSession, name: str,
-                result: ToolResult) -> types.CallToolResult:
+    def _to_mcp(
+        self, gen: Generation, session: ServeSession, name: str, result: ToolResult
+    ) -> types.CallToolResult:
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.text)]
         if result.is_error:
             return types.CallToolResult(content=content, is_error=True)
@@ -436,11 +477,15 @@ class HarnessMCPServer:
             # The outputSchema requires structuredContent, which may not carry more than
             # max_output_bytes: an error result instead (clients do not validate those)
             # whose text is the capped output and names the ref of the full value.
-            return types.CallToolResult(content=[types.TextContent(
-                type="text", text=self._capped_text(session, result, max_bytes))],
-                is_error=True)
-        return types.CallToolResult(content=content, structured_content=structured,
-                                    is_error=False)
+            return types.CallToolResult(
+                content=[
+                    types.TextContent(
+                        type="text", text=self._capped_text(session, result, max_bytes)
+                    )
+                ],
+                is_error=True,
+            )
+        return types.CallToolResult(content=content, structured_content=structured, is_error=False)
 
     @staticmethod
     def _capped_text(session: ServeSession, result: ToolResult, max_bytes: int) -> str:
@@ -517,8 +562,11 @@ class HarnessMCPServer:
     def _log_tool_search_shadowing(self) -> None:
         h = self.gen.harness
         if TOOL_SEARCH in h.loaded_tools and self.gen.deferred():
-            log.warning('a project tool is named "%s": it replaces the built-in search, so '
-                        "deferred tools can only be called by name", TOOL_SEARCH)
+            log.warning(
+                'a project tool is named "%s": it replaces the built-in search, so '
+                "deferred tools can only be called by name",
+                TOOL_SEARCH,
+            )
 
     # -- transports (stdio: serve/stdio.py) ----------------------------------------------
 
@@ -526,10 +574,18 @@ class HarnessMCPServer:
         for listener in self._listeners.values():
             listener.close()
 
-    async def run_http(self, sock: Any, *, host: str, port: int,
-                       tokens: Sequence[str] = (), allowed_hosts: Sequence[str] = (),
-                       allowed_origins: Sequence[str] = (),
-                       header_timeout: float = 10.0, max_connections: int = 512) -> None:
+    async def run_http(
+        self,
+        sock: Any,
+        *,
+        host: str,
+        port: int,
+        tokens: Sequence[str] = (),
+        allowed_hosts: Sequence[str] = (),
+        allowed_origins: Sequence[str] = (),
+        header_timeout: float = 10.0,
+        max_connections: int = 512,
+    ) -> None:
         import uvicorn
         from mcp.server.transport_security import TransportSecuritySettings
 
@@ -537,32 +593,48 @@ class HarnessMCPServer:
 
         policy = host_policy(host, port, allowed_hosts, allowed_origins)
         security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True, allowed_hosts=list(policy.allowed_hosts),
-            allowed_origins=list(policy.allowed_origins))
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=list(policy.allowed_hosts),
+            allowed_origins=list(policy.allowed_origins),
+        )
         app: Any = self.server.streamable_http_app(host=host, transport_security=security)
         if tokens:
             app = BearerAuth(app, tokens)
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
-                                http=guarded_protocol(header_timeout, max_connections),
-                                timeout_keep_alive=5, timeout_graceful_shutdown=2)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="on",
+            access_log=False,
+            http=guarded_protocol(header_timeout, max_connections),
+            timeout_keep_alive=5,
+            timeout_graceful_shutdown=2,
+        )
         server = uvicorn.Server(config)
         async with anyio.create_task_group() as tg:
             if self.watch:
                 tg.start_soon(self.watch_loop)
             # Always said (even with --log-level warning): with --port 0 it is the only
             # way to learn the port.
-            log.log(max(logging.INFO, log.getEffectiveLevel()),
-                    "serving %d tools from %s on http://%s:%d/mcp%s",
-                    self.tool_count(), self.root, _url_host(host), port,
-                    " (bearer tokens required)" if tokens else "")
+            log.log(
+                max(logging.INFO, log.getEffectiveLevel()),
+                "serving %d tools from %s on http://%s:%d/mcp%s",
+                self.tool_count(),
+                self.root,
+                _url_host(host),
+                port,
+                " (bearer tokens required)" if tokens else "",
+            )
             await server.serve(sockets=[sock])
             tg.cancel_scope.cancel()
 
     def tool_count(self) -> int:
         """Tools listed now (those of deferred upstream servers not started yet aside)."""
         h = self.gen.harness
-        return sum(1 for n, t in h.loaded_tools.items()
-                   if t.enabled and t.loading == "always" and policy_allows(h.config, n))
+        return sum(
+            1
+            for n, t in h.loaded_tools.items()
+            if t.enabled and t.loading == "always" and policy_allows(h.config, n)
+        )
 
     def close(self) -> None:
         for listener in self._listeners.values():
@@ -574,8 +646,9 @@ class HarnessMCPServer:
 
 
 def _json_size(value: Mapping[str, Any]) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"),
-                          default=str).encode("utf-8"))
+    return len(
+        json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8")
+    )
 
 
 def _error_result(text: str) -> types.CallToolResult:

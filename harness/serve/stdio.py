@@ -126,8 +126,12 @@ def lane_request(line: bytes) -> tuple[int | str, str, dict[str, Any]] | None:
         msg = json.loads(text, parse_constant=_refuse)
     except (ValueError, RecursionError):
         return None
-    if (type(msg) is not dict or len(msg) != 4 or msg.get("jsonrpc") != "2.0"
-            or msg.get("method") != "tools/call"):
+    if (
+        type(msg) is not dict
+        or len(msg) != 4
+        or msg.get("jsonrpc") != "2.0"
+        or msg.get("method") != "tools/call"
+    ):
         return None
     rid, params = msg.get("id"), msg.get("params")
     if type(rid) not in (int, str) or type(params) is not dict or not _PARAMS.issuperset(params):
@@ -151,13 +155,18 @@ def lane_response(rid: int | str, result: types.CallToolResult, version: str) ->
     message: types.JSONRPCResponse | types.JSONRPCError
     try:
         wire = methods.serialize_server_result(
-            "tools/call", version, result.model_dump(by_alias=True, mode="json",
-                                                     exclude_none=True))
+            "tools/call", version, result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        )
         message = types.JSONRPCResponse(jsonrpc="2.0", id=rid, result=wire)
     except Exception:  # noqa: BLE001 - the SDK answers an invalid result the same way
         log.exception("handler for 'tools/call' returned an invalid result")
-        message = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
-            code=INTERNAL_ERROR, message="Handler returned an invalid result"))
+        message = types.JSONRPCError(
+            jsonrpc="2.0",
+            id=rid,
+            error=types.ErrorData(
+                code=INTERNAL_ERROR, message="Handler returned an invalid result"
+            ),
+        )
     return (message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
 
 
@@ -266,8 +275,11 @@ class Connection:
             return
         if isinstance(message, types.JSONRPCRequest):
             self.sdk_pending.add(message.id)
-        elif (isinstance(message, types.JSONRPCNotification)
-              and message.method == "notifications/cancelled" and message.params):
+        elif (
+            isinstance(message, types.JSONRPCNotification)
+            and message.method == "notifications/cancelled"
+            and message.params
+        ):
             self.sdk_pending.discard(message.params.get("requestId"))  # never answered
         await in_send.send(SessionMessage(message))
 
@@ -280,13 +292,23 @@ class Connection:
             if found is not None:
                 return None
             found = client
-        if (found is None or found.version is None or found.version in MODERN_PROTOCOL_VERSIONS
-                or tracing.active()):
+        if (
+            found is None
+            or found.version is None
+            or found.version in MODERN_PROTOCOL_VERSIONS
+            or tracing.active()
+        ):
             return None
         return found
 
-    async def _call(self, scope: anyio.CancelScope, client: Client, rid: int | str, name: str,
-                    arguments: dict[str, Any]) -> None:
+    async def _call(
+        self,
+        scope: anyio.CancelScope,
+        client: Client,
+        rid: int | str,
+        name: str,
+        arguments: dict[str, Any],
+    ) -> None:
         log.debug('tools/call "%s" (id %r) in the stdio lane', name, rid)
         data = None
         try:
@@ -302,8 +324,9 @@ class Connection:
 
     # -- out -----------------------------------------------------------------------------
 
-    async def _pump_out(self, out_recv: MemoryObjectReceiveStream[Any],
-                        answered: dict[str, Any] | None) -> None:
+    async def _pump_out(
+        self, out_recv: MemoryObjectReceiveStream[Any], answered: dict[str, Any] | None
+    ) -> None:
         """Write the SDK's messages; its answer to the request the fast start answered
         (fast_start.py) is dropped, and compared with ours."""
         drop = answered["id"] if answered is not None else None
@@ -313,8 +336,11 @@ class Connection:
                 text = message.model_dump_json(by_alias=True, exclude_unset=True)
                 if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
                     self.sdk_pending.discard(message.id)
-                if drop is not None and getattr(message, "id", None) == drop and (
-                        hasattr(message, "result") or hasattr(message, "error")):
+                if (
+                    drop is not None
+                    and getattr(message, "id", None) == drop
+                    and (hasattr(message, "result") or hasattr(message, "error"))
+                ):
                     drop = None
                     _compare(answered, text)
                     continue
@@ -327,7 +353,7 @@ class Connection:
                 view = memoryview(data)
                 while view and not self.broken:
                     try:
-                        view = view[os.write(self.out_fd, view):]
+                        view = view[os.write(self.out_fd, view) :]
                     except BlockingIOError:
                         await anyio.wait_writable(self.out_fd)
                     except OSError:  # the client closed its end
@@ -338,7 +364,8 @@ def _parse(line: bytes) -> Any:
     """A line as the SDK's own transport parses it: a message, or the exception."""
     try:
         return types.jsonrpc_message_adapter.validate_json(
-            line.decode("utf-8", errors="replace"), by_name=False)
+            line.decode("utf-8", errors="replace"), by_name=False
+        )
     except Exception as exc:  # noqa: BLE001 - the SDK answers a bad line
         return exc
 
@@ -351,8 +378,11 @@ async def _to_sdk(in_send: MemoryObjectSendStream[Any], line: bytes) -> None:
 def _compare(answered: dict[str, Any] | None, theirs: str) -> None:
     mine = json.loads(json.dumps(answered))
     if mine != json.loads(theirs):
-        log.warning("the fast initialize answer differed from the SDK's: sent %s, the SDK "
-                    "says %s", mine, theirs)
+        log.warning(
+            "the fast initialize answer differed from the SDK's: sent %s, the SDK says %s",
+            mine,
+            theirs,
+        )
 
 
 async def _serve_sdk_transport(server: HarnessMCPServer, replay: Replay | None) -> None:
@@ -378,11 +408,15 @@ async def _serve_sdk_transport(server: HarnessMCPServer, replay: Replay | None) 
             async with out_recv:
                 async for item in out_recv:
                     message = item.message
-                    if drop is not None and getattr(message, "id", None) == drop and (
-                            hasattr(message, "result") or hasattr(message, "error")):
+                    if (
+                        drop is not None
+                        and getattr(message, "id", None) == drop
+                        and (hasattr(message, "result") or hasattr(message, "error"))
+                    ):
                         drop = None
-                        _compare(answered, message.model_dump_json(by_alias=True,
-                                                                   exclude_unset=True))
+                        _compare(
+                            answered, message.model_dump_json(by_alias=True, exclude_unset=True)
+                        )
                         continue
                     await write_stream.send(item)
             await write_stream.aclose()

@@ -25,25 +25,27 @@ TRACER_NAME = "harness.serve"
 
 def active() -> bool:
     """Whether spans would be recorded: the API is there and a provider is set."""
-    return trace is not None and not isinstance(trace.get_tracer_provider(),
-                                                ProxyTracerProvider)
+    return trace is not None and not isinstance(trace.get_tracer_provider(), ProxyTracerProvider)
 
 
 def call_span(name: str, call_id: str) -> Any:
     tracer = trace.get_tracer(TRACER_NAME)
     return tracer.start_as_current_span(
-        f"harness.call {name}", kind=trace.SpanKind.INTERNAL,
-        attributes={"harness.tool": name, "harness.call_id": call_id,
-                    "gen_ai.tool.name": name})
+        f"harness.call {name}",
+        kind=trace.SpanKind.INTERNAL,
+        attributes={"harness.tool": name, "harness.call_id": call_id, "gen_ai.tool.name": name},
+    )
 
 
 def finish_call(span: Any, result: Any) -> None:
-    span.set_attributes({
-        "harness.decision": "block" if result.blocked_by else "allow",
-        "harness.is_error": bool(result.is_error),
-        "harness.duration_ms": float(result.duration_ms),
-        "harness.truncated": bool(result.truncated),
-    })
+    span.set_attributes(
+        {
+            "harness.decision": "block" if result.blocked_by else "allow",
+            "harness.is_error": bool(result.is_error),
+            "harness.duration_ms": float(result.duration_ms),
+            "harness.truncated": bool(result.truncated),
+        }
+    )
     if result.blocked_by:
         span.set_attribute("harness.blocked_by", result.blocked_by)
     if result.is_error:
@@ -57,12 +59,16 @@ def hook_span(fields: Mapping[str, Any]) -> None:
     end = time.time_ns()
     took = float(fields.get("duration_ms") or 0.0)
     span = tracer.start_span(
-        f"harness.hook {fields.get('hook')}", start_time=end - int(took * 1e6),
-        attributes={"harness.hook": str(fields.get("hook")),
-                    "harness.hook_event": str(fields.get("hook_event")),
-                    "harness.decision": str(fields.get("decision")),
-                    "harness.reason": str(fields.get("reason") or "")[:500],
-                    "harness.duration_ms": took})
+        f"harness.hook {fields.get('hook')}",
+        start_time=end - int(took * 1e6),
+        attributes={
+            "harness.hook": str(fields.get("hook")),
+            "harness.hook_event": str(fields.get("hook_event")),
+            "harness.decision": str(fields.get("decision")),
+            "harness.reason": str(fields.get("reason") or "")[:500],
+            "harness.duration_ms": took,
+        },
+    )
     if fields.get("decision") == "error":
         span.set_status(Status(StatusCode.ERROR, str(fields.get("reason") or "")[:500]))
     span.end(end_time=end)

@@ -11,8 +11,10 @@ from importlib import resources
 
 # package-data folder -> project folder
 FOLDERS = {"tools": ".harness/tools", "hooks": ".harness/hooks", "tests": ".harness/tests"}
-GITIGNORE = (".harness/.gitignore",
-             "# runtime data written by harness (spilled outputs, audit)\nstate/\n")
+GITIGNORE = (
+    ".harness/.gitignore",
+    "# runtime data written by harness (spilled outputs, audit)\nstate/\n",
+)
 
 
 def files() -> dict[str, str]:

@@ -41,8 +41,9 @@ class StateBackend(Protocol):
     def close(self) -> None: ...
 
 
-def open_backend(kind: str = "memory", url: str | None = None, *,
-                 namespace: str = "harness") -> StateBackend:
+def open_backend(
+    kind: str = "memory", url: str | None = None, *, namespace: str = "harness"
+) -> StateBackend:
     """The backend named by ``state.backend`` (``memory`` or ``redis``)."""
     if kind == "memory":
         from harness.state.memory import MemoryBackend

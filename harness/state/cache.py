@@ -61,8 +61,7 @@ class BackendCache:
 class BackendMetrics:
     """The ``metrics`` counters of one client scope, as backend counters."""
 
-    def __init__(self, backend: StateBackend, scope: str,
-                 max_names: int = MAX_METRICS) -> None:
+    def __init__(self, backend: StateBackend, scope: str, max_names: int = MAX_METRICS) -> None:
         self._backend = backend
         self._prefix = "metrics:" + scope_tag(scope) + ":"
         self.max_names = max_names
@@ -77,6 +76,7 @@ class BackendMetrics:
         def run() -> int:
             self._room("metrics.incr", name)
             return int(self._backend.incr(self._prefix + name, delta))
+
         return _guard("metrics.incr", run)
 
     def set(self, name: str, value: int) -> int:
@@ -84,6 +84,7 @@ class BackendMetrics:
             self._room("metrics.set", name)
             self._backend.set_counter(self._prefix + name, value)
             return value
+
         return _guard("metrics.set", run)
 
     def get(self, name: str) -> int:
@@ -92,8 +93,7 @@ class BackendMetrics:
 
     def reset(self, name: str = "") -> None:
         if name:
-            _guard("metrics.reset",
-                   lambda: self._backend.delete_counter(self._prefix + name))
+            _guard("metrics.reset", lambda: self._backend.delete_counter(self._prefix + name))
         else:
             _guard("metrics.reset", lambda: self._backend.reset_counters(self._prefix))
 

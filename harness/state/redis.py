@@ -21,22 +21,29 @@ class StateError(HarnessError):
 
 
 class RedisBackend:
-    def __init__(self, url: str, *, namespace: str = "harness",
-                 client: Any | None = None) -> None:
+    def __init__(self, url: str, *, namespace: str = "harness", client: Any | None = None) -> None:
         try:
             import redis
         except ImportError as exc:  # pragma: no cover - installed with harness[redis]
-            raise StateError("state.backend redis needs redis-py: pip install "
-                             "'harness[redis]'") from exc
+            raise StateError(
+                "state.backend redis needs redis-py: pip install 'harness[redis]'"
+            ) from exc
         self.url = url
         self.ns = namespace
-        self._r: Any = client if client is not None else redis.Redis.from_url(
-            url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30)
+        self._r: Any = (
+            client
+            if client is not None
+            else redis.Redis.from_url(
+                url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30
+            )
+        )
         try:
             self._r.ping()
         except redis.RedisError as exc:
-            raise StateError(f"state: cannot reach Redis at {_safe(url)}: {exc}; start it or "
-                             "fix state.url in harness.md") from None
+            raise StateError(
+                f"state: cannot reach Redis at {_safe(url)}: {exc}; start it or "
+                "fix state.url in harness.md"
+            ) from None
         self._counters = f"{namespace}:counters"
 
     def _k(self, key: str) -> str:
@@ -88,8 +95,9 @@ class RedisBackend:
         return _num(self._r.hincrbyfloat(self._counters, name, by))
 
     def set_counter(self, name: str, value: float) -> None:
-        self._r.hset(self._counters, name,
-                     str(value) if isinstance(value, int) else repr(float(value)))
+        self._r.hset(
+            self._counters, name, str(value) if isinstance(value, int) else repr(float(value))
+        )
 
     def get_counter(self, name: str) -> float | None:
         value = self._r.hget(self._counters, name)
@@ -99,8 +107,12 @@ class RedisBackend:
         self._r.hdel(self._counters, name)
 
     def reset_counters(self, prefix: str = "") -> None:
-        names = [n for n, _ in self._r.hscan_iter(self._counters,
-                                                  match=_glob_escape(prefix) + "*", count=500)]
+        names = [
+            n
+            for n, _ in self._r.hscan_iter(
+                self._counters, match=_glob_escape(prefix) + "*", count=500
+            )
+        ]
         if names:
             self._r.hdel(self._counters, *names)
 

@@ -32,8 +32,10 @@ class Coverage:
         for name in self.untested_hooks:
             out.append(f'hook "{name}" has no case')
         for name, decision in self.unproduced:
-            out.append(f'hook "{name}" never produced "{decision}" in any case '
-                       f"(an untested {'guard' if decision == 'block' else 'rewrite'})")
+            out.append(
+                f'hook "{name}" never produced "{decision}" in any case '
+                f"(an untested {'guard' if decision == 'block' else 'rewrite'})"
+            )
         return out
 
 
@@ -55,6 +57,10 @@ def measure(project: Project, results: Iterable[CaseResult]) -> Coverage:
             ran.add(r.case.hook)
     tools = tuple(n for n, t in sorted(project.tools.items()) if t.enabled and n not in called)
     hooks = tuple(sorted(h.name for h in project.hooks if h.name not in ran))
-    missing = tuple((h.name, d) for h in sorted(project.hooks, key=lambda h: h.name)
-                    for d in possible(h.script) if (h.name, d) not in produced)
+    missing = tuple(
+        (h.name, d)
+        for h in sorted(project.hooks, key=lambda h: h.name)
+        for d in possible(h.script)
+        if (h.name, d) not in produced
+    )
     return Coverage(untested_tools=tools, untested_hooks=hooks, unproduced=missing)

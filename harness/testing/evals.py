@@ -40,17 +40,25 @@ def tokens(usage: Sequence[Mapping[str, Any]]) -> int:
         if isinstance(u.get("total_tokens"), int):
             total += u["total_tokens"]
         else:
-            total += sum(v for k, v in u.items() if k in ("input_tokens", "output_tokens",
-                                                          "prompt_tokens", "completion_tokens")
-                         and isinstance(v, int))
+            total += sum(
+                v
+                for k, v in u.items()
+                if k in ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens")
+                and isinstance(v, int)
+            )
     return total
 
 
 def run_eval(runner: Runner, case: EvalCase, budget: Budget, **agent: Any) -> Outcome:
     """Run one eval case through the agent loop and grade it."""
     if budget.exhausted:
-        return Outcome(path=case.path, line=case.line, name=case.name, passed=False,
-                       skipped=f"token budget of {budget.limit} spent")
+        return Outcome(
+            path=case.path,
+            line=case.line,
+            name=case.name,
+            passed=False,
+            skipped=f"token budget of {budget.limit} spent",
+        )
     from harness.agent.base import ModelConfigError, ProviderError, RoundLimitError
 
     start = time.perf_counter()
@@ -65,17 +73,27 @@ def run_eval(runner: Runner, case: EvalCase, budget: Budget, **agent: Any) -> Ou
         try:
             h = runner.harness_for(case.setup, tmp / "root")
         except Exception as exc:  # noqa: BLE001 - one broken case never stops the run
-            return Outcome(path=case.path, line=case.line, name=case.name, passed=False,
-                           failures=((case.line, f"the case could not run: {exc}", ""),),
-                           duration_ms=(time.perf_counter() - start) * 1000)
+            return Outcome(
+                path=case.path,
+                line=case.line,
+                name=case.name,
+                passed=False,
+                failures=((case.line, f"the case could not run: {exc}", ""),),
+                duration_ms=(time.perf_counter() - start) * 1000,
+            )
         with h:
             session = Recording(h)
             with session:
                 try:
                     for turn in case.turns:
                         if budget.exhausted:
-                            failures.append((case.line, f"token budget of {budget.limit} "
-                                             "spent before the last turn", ""))
+                            failures.append(
+                                (
+                                    case.line,
+                                    f"token budget of {budget.limit} spent before the last turn",
+                                    "",
+                                )
+                            )
                             break
                         before = len(session.usage)
                         try:
@@ -100,12 +118,26 @@ def run_eval(runner: Runner, case: EvalCase, budget: Budget, **agent: Any) -> Ou
             problem = _grade(kind, value, called, blocked, response, results, rounds, used)
             if problem:
                 failures.append((line, f"{kind}: {problem}", ""))
-    return Outcome(path=case.path, line=case.line, name=case.name, passed=not failures,
-                   failures=tuple(failures), duration_ms=(time.perf_counter() - start) * 1000)
+    return Outcome(
+        path=case.path,
+        line=case.line,
+        name=case.name,
+        passed=not failures,
+        failures=tuple(failures),
+        duration_ms=(time.perf_counter() - start) * 1000,
+    )
 
 
-def _grade(kind: str, value: Any, called: list[str], blocked: list[str], response: str,
-           results: list[Any], rounds: int, used: int) -> str | None:
+def _grade(
+    kind: str,
+    value: Any,
+    called: list[str],
+    blocked: list[str],
+    response: str,
+    results: list[Any],
+    rounds: int,
+    used: int,
+) -> str | None:
     if kind == "tool_called" and value not in called:
         return f'"{value}" was not called (called: {", ".join(called) or "nothing"})'
     if kind == "tool_not_called" and value in called:

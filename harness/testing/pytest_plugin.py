@@ -28,20 +28,28 @@ _runners: dict[Path, Runner] = {}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addini("harness_tests", "collect .harness/tests/*.md of the rootdir's harness "
-                  "project as pytest items", type="bool", default=False)
+    parser.addini(
+        "harness_tests",
+        "collect .harness/tests/*.md of the rootdir's harness project as pytest items",
+        type="bool",
+        default=False,
+    )
 
 
 def _is_test_file(path: Path) -> bool:
-    return path.suffix == ".md" and path.parent.name == "tests" and \
-        path.parent.parent.name == ".harness"
+    return (
+        path.suffix == ".md"
+        and path.parent.name == "tests"
+        and path.parent.parent.name == ".harness"
+    )
 
 
 def _active(config: pytest.Config) -> bool:
     """Installed harness registers this plugin everywhere; it works only where a project
     opted in: ``harness_tests = true`` in the ini file, or ``-p`` on the command line."""
     return bool(config.getini("harness_tests")) or NAME in (
-        getattr(config.option, "plugins", None) or [])
+        getattr(config.option, "plugins", None) or []
+    )
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -57,7 +65,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if not config.getini("harness_tests"):
         return None
     if collection_path.name == ".harness" or (
-            collection_path.name == "tests" and collection_path.parent.name == ".harness"):
+        collection_path.name == "tests" and collection_path.parent.name == ".harness"
+    ):
         return False
     return None
 
@@ -105,8 +114,7 @@ class HarnessCase(pytest.Item):
         if not result.passed:
             raise HarnessCaseFailed("\n".join(f.render() for f in result.failures))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, HarnessCaseFailed):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))

@@ -46,8 +46,22 @@ from harness.validation import check_project
 # Never copied into a case's workspace: harness's own folder, VCS data, environments
 # and caches (large, and nothing a tool test should depend on).
 SHM = "/dev/shm"
-SKIP_DIRS = frozenset({".harness", ".git", ".hg", ".svn", ".venv", "venv", "node_modules",
-                       "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"})
+SKIP_DIRS = frozenset(
+    {
+        ".harness",
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".tox",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,9 +96,14 @@ class RunResult:
 
 def outcome(r: CaseResult) -> Reported:
     """A case result as the reporters show it."""
-    return Reported(path=r.case.path, line=r.case.line, name=r.case.name, passed=r.passed,
-                   duration_ms=r.duration_ms,
-                   failures=tuple((f.line, f.message, f.detail()) for f in r.failures))
+    return Reported(
+        path=r.case.path,
+        line=r.case.line,
+        name=r.case.name,
+        passed=r.passed,
+        duration_ms=r.duration_ms,
+        failures=tuple((f.line, f.message, f.detail()) for f in r.failures),
+    )
 
 
 class _Shared:
@@ -93,16 +112,39 @@ class _Shared:
     def __init__(self, runtime: ScriptRuntime) -> None:
         self.inner = runtime
 
-    def run_tool(self, script: str, filename: str, line: int, args: Mapping[str, Any],
-                 ctx: CallContext, timeout_ms: int) -> Outcome:
+    def run_tool(
+        self,
+        script: str,
+        filename: str,
+        line: int,
+        args: Mapping[str, Any],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         return self.inner.run_tool(script, filename, line, args, ctx, timeout_ms)
 
-    def run_hook(self, script: str, filename: str, line: int, event: object,
-                 payload: object, ctx: CallContext, timeout_ms: int) -> Outcome:
+    def run_hook(
+        self,
+        script: str,
+        filename: str,
+        line: int,
+        event: object,
+        payload: object,
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         return self.inner.run_hook(script, filename, line, event, payload, ctx, timeout_ms)
 
-    def eval_when(self, expr: str, filename: str, line: int, event: str,
-                  payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+    def eval_when(
+        self,
+        expr: str,
+        filename: str,
+        line: int,
+        event: str,
+        payload: Mapping[str, Any],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         return self.inner.eval_when(expr, filename, line, event, payload, ctx, timeout_ms)
 
     def close(self) -> None:
@@ -146,8 +188,9 @@ class Runner:
 
     # -- collecting ----------------------------------------------------------------
 
-    def collect(self, paths: Sequence[str | Path] = (), pattern: str | None = None
-                ) -> tuple[list[TestFile], list[Problem]]:
+    def collect(
+        self, paths: Sequence[str | Path] = (), pattern: str | None = None
+    ) -> tuple[list[TestFile], list[Problem]]:
         """The test files under ``paths`` (default: ``.harness/tests/``), their cases
         filtered by ``pattern`` (a case-insensitive substring of ``FILE::NAME``), and
         every problem that makes them unrunnable."""
@@ -164,8 +207,9 @@ class Runner:
             files.append(tf)
         return files, problems
 
-    def _paths(self, paths: Sequence[str | Path], problems: list[Problem]
-               ) -> list[tuple[str, Path]]:
+    def _paths(
+        self, paths: Sequence[str | Path], problems: list[Problem]
+    ) -> list[tuple[str, Path]]:
         if not paths:
             return test_files(self.root)
         out: list[tuple[str, Path]] = []
@@ -178,8 +222,15 @@ class Runner:
             elif path.is_file():
                 out.append((self.rel(path), path))
             else:
-                problems.append(Problem(path=str(given), line=0, column=0, code="test-missing",
-                                        message=f'test path "{given}" does not exist'))
+                problems.append(
+                    Problem(
+                        path=str(given),
+                        line=0,
+                        column=0,
+                        code="test-missing",
+                        message=f'test path "{given}" does not exist',
+                    )
+                )
         return out
 
     def rel(self, path: Path) -> str:
@@ -221,8 +272,9 @@ class Runner:
                 results = list(ex.map(self.run_case, cases))
         else:
             results = [self.run_case(c) for c in cases]
-        return RunResult(results=tuple(results), files=files,
-                         duration_ms=(time.perf_counter() - start) * 1000.0)
+        return RunResult(
+            results=tuple(results), files=files, duration_ms=(time.perf_counter() - start) * 1000.0
+        )
 
     def run_case(self, case: Case) -> CaseResult:
         start = time.perf_counter()
@@ -238,19 +290,28 @@ class Runner:
             except check.CaseError as exc:
                 return self._broken(case, str(exc), start)
             except Exception as exc:  # noqa: BLE001 - one broken case never stops the run
-                return self._broken(case, f"the case could not run: {type(exc).__name__}: "
-                                    f"{exc}", start)
+                return self._broken(
+                    case, f"the case could not run: {type(exc).__name__}: {exc}", start
+                )
         finally:
             self._discard(tmp)
-        return CaseResult(case=case, passed=not failures, failures=tuple(failures),
-                          duration_ms=(time.perf_counter() - start) * 1000.0,
-                          tools=tuple(tools), decisions=tuple(decisions))
+        return CaseResult(
+            case=case,
+            passed=not failures,
+            failures=tuple(failures),
+            duration_ms=(time.perf_counter() - start) * 1000.0,
+            tools=tuple(tools),
+            decisions=tuple(decisions),
+        )
 
     @staticmethod
     def _broken(case: Case, message: str, start: float) -> CaseResult:
-        return CaseResult(case=case, passed=False, failures=(check.Failure(
-            path=case.path, line=case.line, message=message),),
-            duration_ms=(time.perf_counter() - start) * 1000.0)
+        return CaseResult(
+            case=case,
+            passed=False,
+            failures=(check.Failure(path=case.path, line=case.line, message=message),),
+            duration_ms=(time.perf_counter() - start) * 1000.0,
+        )
 
     def harness_for(self, setup: Setup, copy: Path) -> harness.Harness:
         """A Harness over a fresh copy of the workspace at ``copy``, set up as ``setup``
@@ -289,8 +350,9 @@ class Runner:
             rt = self._runtimes.setdefault(key, rt)
         return _Shared(rt)
 
-    def _call_case(self, h: harness.Harness, case: Case
-                   ) -> tuple[list[check.Failure], list[tuple[str, str]], list[str]]:
+    def _call_case(
+        self, h: harness.Harness, case: Case
+    ) -> tuple[list[check.Failure], list[tuple[str, str]], list[str]]:
         failures: list[check.Failure] = []
         tools: list[str] = []
         ws = h.config.workspace
@@ -303,8 +365,9 @@ class Runner:
             decisions = list(session.decisions)
         return failures, decisions, tools
 
-    def _hook_case(self, h: harness.Harness, case: Case
-                   ) -> tuple[list[check.Failure], list[tuple[str, str]], list[str]]:
+    def _hook_case(
+        self, h: harness.Harness, case: Case
+    ) -> tuple[list[check.Failure], list[tuple[str, str]], list[str]]:
         hook = next(x for x in h.hooks if x.name == case.hook)
         event = case.event or hook.event
         seen: list[tuple[str, str]] = []
@@ -314,19 +377,29 @@ class Runner:
             if event.startswith("tool."):
                 payload.setdefault("id", "test-call")
             if event == "tool.post":
-                for key, value in (("arguments", {}), ("result", None), ("is_error", False),
-                                   ("error", None), ("duration_ms", 0.0)):
+                for key, value in (
+                    ("arguments", {}),
+                    ("result", None),
+                    ("is_error", False),
+                    ("error", None),
+                    ("duration_ms", 0.0),
+                ):
                     payload.setdefault(key, value)
 
             def make_ctx(spec: Any) -> CallContext:
-                return CallContext(config=h.config, session_id=session.id, tool=spec.name,
-                                   kind="hook", cache=session.cache, log=session.log)
+                return CallContext(
+                    config=h.config,
+                    session_id=session.id,
+                    tool=spec.name,
+                    kind="hook",
+                    cache=session.cache,
+                    log=session.log,
+                )
 
             def record(_event: str, name: str, decision: str, reason: str, _ms: float) -> None:
                 seen.append((decision, reason))
 
-            out = HookChain([hook]).run(event, payload, h.runtime, make_ctx,
-                                        on_decision=record)
+            out = HookChain([hook]).run(event, payload, h.runtime, make_ctx, on_decision=record)
         if out.failed:
             decision = "error"
         elif out.blocked_by is not None:
@@ -363,8 +436,10 @@ def inside(workspace: Path, rel: str) -> Path:
     base = workspace.resolve()
     target = (base / rel).resolve()
     if target != base and base not in target.parents:
-        raise check.CaseError(f'files: "{rel}" leads outside the workspace copy (through a '
-                              "symlink); fixture files are written inside it only")
+        raise check.CaseError(
+            f'files: "{rel}" leads outside the workspace copy (through a '
+            "symlink); fixture files are written inside it only"
+        )
     return base / rel
 
 

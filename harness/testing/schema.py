@@ -18,20 +18,36 @@ from harness.testing.spec import CALL_EXPECT, DECISIONS, HOOK_EXPECT
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 _STRINGS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 _SETUP: dict[str, Any] = {
-    "files": {"type": "object", "description": "fixture files: relative path -> text",
-              "additionalProperties": {"type": "string"}},
-    "env": {"type": "object", "description": "variables for commands (exec.run)",
-            "additionalProperties": {"type": ["string", "number", "boolean"]}},
+    "files": {
+        "type": "object",
+        "description": "fixture files: relative path -> text",
+        "additionalProperties": {"type": "string"},
+    },
+    "env": {
+        "type": "object",
+        "description": "variables for commands (exec.run)",
+        "additionalProperties": {"type": ["string", "number", "boolean"]},
+    },
     "now": {"type": "string", "description": 'a fixed clock, RFC 3339: "2026-01-05T09:00:00Z"'},
     "config": {"type": "object", "description": "overrides of harness.md settings"},
 }
-_FILE_EXPECT = {"oneOf": [
-    {"type": "string", "description": "the exact content"},
-    {"type": "object", "properties": {"absent": {"const": True}}, "required": ["absent"],
-     "additionalProperties": False},
-    {"type": "object", "properties": {"contains": {"type": "string"}},
-     "required": ["contains"], "additionalProperties": False},
-]}
+_FILE_EXPECT = {
+    "oneOf": [
+        {"type": "string", "description": "the exact content"},
+        {
+            "type": "object",
+            "properties": {"absent": {"const": True}},
+            "required": ["absent"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"contains": {"type": "string"}},
+            "required": ["contains"],
+            "additionalProperties": False,
+        },
+    ]
+}
 _CALL_EXPECT: dict[str, Any] = {
     "ok": {"type": "boolean"},
     "value": {"description": "subset match of the returned value"},
@@ -58,37 +74,87 @@ def _obj(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any
 
 def schema_of_tests() -> dict[str, Any]:
     call_expect = _obj(_CALL_EXPECT)
-    step = _obj({"name": {"type": "string"}, "call": {"type": "string"},
-                 "args": {"type": "object"}, "expect": call_expect}, ("call",))
+    step = _obj(
+        {
+            "name": {"type": "string"},
+            "call": {"type": "string"},
+            "args": {"type": "object"},
+            "expect": call_expect,
+        },
+        ("call",),
+    )
     common = {"name": {"type": "string"}, **_SETUP}
-    call_case = _obj({**common, "call": {"type": "string"}, "args": {"type": "object"},
-                      "expect": call_expect}, ("call",))
-    hook_case = _obj({**common, "hook": {"type": "string"}, "event": {"type": "string"},
-                      "payload": {"type": "object"}, "expect": _obj(_HOOK_EXPECT)}, ("hook",))
-    steps_case = _obj({**common, "steps": {"type": "array", "minItems": 1, "items": step}},
-                      ("steps",))
-    schema = _obj({**_SETUP, "cases": {"type": "array", "minItems": 1, "items": {
-        "oneOf": [call_case, hook_case, steps_case]}}}, ("cases",))
-    return {"$schema": DRAFT, "title": "harness test file (.harness/tests/*.md frontmatter)",
-            **schema}
+    call_case = _obj(
+        {**common, "call": {"type": "string"}, "args": {"type": "object"}, "expect": call_expect},
+        ("call",),
+    )
+    hook_case = _obj(
+        {
+            **common,
+            "hook": {"type": "string"},
+            "event": {"type": "string"},
+            "payload": {"type": "object"},
+            "expect": _obj(_HOOK_EXPECT),
+        },
+        ("hook",),
+    )
+    steps_case = _obj(
+        {**common, "steps": {"type": "array", "minItems": 1, "items": step}}, ("steps",)
+    )
+    schema = _obj(
+        {
+            **_SETUP,
+            "cases": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"oneOf": [call_case, hook_case, steps_case]},
+            },
+        },
+        ("cases",),
+    )
+    return {
+        "$schema": DRAFT,
+        "title": "harness test file (.harness/tests/*.md frontmatter)",
+        **schema,
+    }
 
 
 def schema_of_evals() -> dict[str, Any]:
     grade_values: dict[str, Any] = {g: {"type": "string"} for g in GRADES}
-    grade_values.update({"no_errors": {"type": "boolean"},
-                         "completed_within": {"type": "integer", "minimum": 1},
-                         "tokens_under": {"type": "integer", "minimum": 1}})
-    grade = {"type": "object", "minProperties": 1, "maxProperties": 1,
-             "properties": grade_values, "additionalProperties": False}
-    case = _obj({"name": {"type": "string"}, **_SETUP,
-                 "turns": {"oneOf": [{"type": "string"}, {"type": "array", "minItems": 1,
-                                                          "items": {"type": "string"}}]},
-                 "grade": {"type": "array", "minItems": 1, "items": grade}},
-                ("turns", "grade"))
-    schema = _obj({**_SETUP, "cases": {"type": "array", "minItems": 1, "items": case}},
-                  ("cases",))
-    return {"$schema": DRAFT, "title": "harness eval file (.harness/evals/*.md frontmatter)",
-            **schema}
+    grade_values.update(
+        {
+            "no_errors": {"type": "boolean"},
+            "completed_within": {"type": "integer", "minimum": 1},
+            "tokens_under": {"type": "integer", "minimum": 1},
+        }
+    )
+    grade = {
+        "type": "object",
+        "minProperties": 1,
+        "maxProperties": 1,
+        "properties": grade_values,
+        "additionalProperties": False,
+    }
+    case = _obj(
+        {
+            "name": {"type": "string"},
+            **_SETUP,
+            "turns": {
+                "oneOf": [
+                    {"type": "string"},
+                    {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                ]
+            },
+            "grade": {"type": "array", "minItems": 1, "items": grade},
+        },
+        ("turns", "grade"),
+    )
+    schema = _obj({**_SETUP, "cases": {"type": "array", "minItems": 1, "items": case}}, ("cases",))
+    return {
+        "$schema": DRAFT,
+        "title": "harness eval file (.harness/evals/*.md frontmatter)",
+        **schema,
+    }
 
 
 def write_schemas(folder: str | None = None) -> list[str]:

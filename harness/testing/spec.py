@@ -23,11 +23,11 @@ TESTS_DIR = ".harness/tests"
 FILE_KEYS = ("cases", "config", "env", "files", "now")
 SETUP_KEYS = ("config", "env", "files", "now")
 CALL_KEYS = ("args", "call", "expect")
-CASE_KEYS = tuple(sorted({"name", "call", "args", "hook", "event", "payload", "steps",
-                          "expect", *SETUP_KEYS}))
+CASE_KEYS = tuple(
+    sorted({"name", "call", "args", "hook", "event", "payload", "steps", "expect", *SETUP_KEYS})
+)
 STEP_KEYS = ("args", "call", "expect", "name")
-CALL_EXPECT = ("blocked_by", "error_contains", "files", "ok", "text_contains", "truncated",
-               "value")
+CALL_EXPECT = ("blocked_by", "error_contains", "files", "ok", "text_contains", "truncated", "value")
 HOOK_EXPECT = ("decision", "payload", "reason_contains")
 DECISIONS = ("allow", "block", "modify", "error")
 
@@ -90,8 +90,11 @@ def test_files(root: Path) -> list[tuple[str, Path]]:
     folder = root / TESTS_DIR
     if not folder.is_dir():
         return []
-    return [(f"{TESTS_DIR}/{p.name}", p) for p in sorted(folder.iterdir())
-            if p.name.endswith(".md") and p.is_file()]
+    return [
+        (f"{TESTS_DIR}/{p.name}", p)
+        for p in sorted(folder.iterdir())
+        if p.name.endswith(".md") and p.is_file()
+    ]
 
 
 def parse(text: str | bytes, path: str) -> TestFile:
@@ -102,8 +105,7 @@ def parse(text: str | bytes, path: str) -> TestFile:
         cases = p.file(data)
     else:
         cases = []
-    return TestFile(path=path, description=body, cases=tuple(cases),
-                    problems=tuple(p.problems))
+    return TestFile(path=path, description=body, cases=tuple(cases), problems=tuple(p.problems))
 
 
 class _Parser:
@@ -117,20 +119,31 @@ class _Parser:
 
     def add(self, keys: tuple[Any, ...], code: str, msg: str, severity: str = "error") -> None:
         line, column = self.lines.key(keys, (1, 1)) if keys else (1, 1)
-        self.problems.append(Problem(path=self.path, line=line, column=column,
-                                     severity=severity, code=code,  # type: ignore[arg-type]
-                                     message=msg))
+        self.problems.append(
+            Problem(
+                path=self.path,
+                line=line,
+                column=column,
+                severity=severity,  # type: ignore[arg-type]
+                code=code,
+                message=msg,
+            )
+        )
 
-    def unknown(self, where: tuple[Any, ...], data: Mapping[str, Any], known: Iterable[str],
-                what: str) -> None:
+    def unknown(
+        self, where: tuple[Any, ...], data: Mapping[str, Any], known: Iterable[str], what: str
+    ) -> None:
         known = sorted(known)
         for key in data:
             if key in known:
                 continue
             hint = suggest(key, known)
-            self.add((*where, key), "test-unknown-key",
-                     f'unknown key "{key}" in {what}{hint}; known keys: {", ".join(known)}',
-                     "warning")
+            self.add(
+                (*where, key),
+                "test-unknown-key",
+                f'unknown key "{key}" in {what}{hint}; known keys: {", ".join(known)}',
+                "warning",
+            )
 
     def mapping(self, where: tuple[Any, ...], value: Any, what: str) -> dict[str, Any]:
         if value is None:
@@ -144,32 +157,42 @@ class _Parser:
         files = dict(base.files)
         for rel, text in self.mapping((*where, "files"), data.get("files"), "files").items():
             if not isinstance(text, str):
-                self.add((*where, "files", rel), "test-invalid",
-                         f'files: the content of "{rel}" must be a string, got {a_type(text)}')
+                self.add(
+                    (*where, "files", rel),
+                    "test-invalid",
+                    f'files: the content of "{rel}" must be a string, got {a_type(text)}',
+                )
             elif not isinstance(rel, str) or not _relative(rel):
-                self.add((*where, "files", rel), "test-invalid",
-                         f'files: "{rel}" must be a relative path inside the workspace '
-                         '(no "..", not absolute, not under .harness/)')
+                self.add(
+                    (*where, "files", rel),
+                    "test-invalid",
+                    f'files: "{rel}" must be a relative path inside the workspace '
+                    '(no "..", not absolute, not under .harness/)',
+                )
             else:
                 files[rel] = text
         env = dict(base.env)
         for name, value in self.mapping((*where, "env"), data.get("env"), "env").items():
             if isinstance(value, (dict, list)) or value is None:
-                self.add((*where, "env", name), "test-invalid",
-                         f'env: "{name}" must be a string, got {a_type(value)}')
+                self.add(
+                    (*where, "env", name),
+                    "test-invalid",
+                    f'env: "{name}" must be a string, got {a_type(value)}',
+                )
             else:
                 env[str(name)] = value if isinstance(value, str) else _scalar(value)
         now = base.now
         if "now" in data:
             raw = data["now"]
             if not isinstance(raw, str) or not _rfc3339(raw):
-                self.add((*where, "now"), "test-invalid",
-                         f'now must be an RFC 3339 time such as "2026-01-05T09:00:00Z", got '
-                         f"{raw!r}")
+                self.add(
+                    (*where, "now"),
+                    "test-invalid",
+                    f'now must be an RFC 3339 time such as "2026-01-05T09:00:00Z", got {raw!r}',
+                )
             else:
                 now = raw
-        config = _merge(base.config, self.mapping((*where, "config"), data.get("config"),
-                                                  "config"))
+        config = _merge(base.config, self.mapping((*where, "config"), data.get("config"), "config"))
         config_line = self.at((*where, "config")) if "config" in data else base.config_line
         return Setup(files=files, env=env, now=now, config=config, config_line=config_line)
 
@@ -178,9 +201,11 @@ class _Parser:
         base = self.setup((), data, Setup())
         raw = data.get("cases")
         if not isinstance(raw, list) or not raw:
-            self.add(("cases",) if "cases" in data else (), "test-invalid",
-                     "a test file needs `cases:`, a list of cases (each with call:, hook: or "
-                     "steps:)")
+            self.add(
+                ("cases",) if "cases" in data else (),
+                "test-invalid",
+                "a test file needs `cases:`, a list of cases (each with call:, hook: or steps:)",
+            )
             return []
         cases: list[Case] = []
         seen: dict[str, int] = {}
@@ -189,17 +214,21 @@ class _Parser:
             if case is None:
                 continue
             if case.name in seen:
-                self.add(("cases", i, "name"), "test-duplicate",
-                         f'case name "{case.name}" is used twice (first on line '
-                         f"{seen[case.name]}); names select cases with -k")
+                self.add(
+                    ("cases", i, "name"),
+                    "test-duplicate",
+                    f'case name "{case.name}" is used twice (first on line '
+                    f"{seen[case.name]}); names select cases with -k",
+                )
             seen.setdefault(case.name, case.line)
             cases.append(case)
         return cases
 
-    def case(self, where: tuple[Any, ...], item: Any, base: Setup, index: int) -> Case | None:
+    def case(self, where: tuple[Any, ...], item: Any, base: Setup, index: int) -> Case | None:  # noqa: C901
         if not isinstance(item, Mapping):
-            self.add(where, "test-invalid", f"case {index + 1} must be a mapping, got "
-                     f"{a_type(item)}")
+            self.add(
+                where, "test-invalid", f"case {index + 1} must be a mapping, got {a_type(item)}"
+            )
             return None
         self.unknown(where, item, CASE_KEYS, f"case {index + 1}")
         line = self.at(where)
@@ -211,39 +240,62 @@ class _Parser:
         label = name or f"case {index + 1}"
         if len(kinds) != 1:
             got = ", ".join(kinds) if kinds else "none of them"
-            self.add(where, "test-invalid", f'case "{label}" needs exactly one of call:, '
-                     f"hook: or steps: (has {got})")
+            self.add(
+                where,
+                "test-invalid",
+                f'case "{label}" needs exactly one of call:, hook: or steps: (has {got})',
+            )
             return None
         setup = self.setup(where, item, base)
         kind = kinds[0]
         if kind == "hook":
             hook = item["hook"]
             if not isinstance(hook, str):
-                self.add((*where, "hook"), "test-invalid", f"hook must be a hook name, got "
-                         f"{a_type(hook)}")
+                self.add(
+                    (*where, "hook"),
+                    "test-invalid",
+                    f"hook must be a hook name, got {a_type(hook)}",
+                )
                 return None
             for key in ("args", "call"):
                 if key in item:
-                    self.add((*where, key), "test-invalid", f'"{key}" belongs to call cases; '
-                             "a hook case has event:, payload: and expect:")
+                    self.add(
+                        (*where, key),
+                        "test-invalid",
+                        f'"{key}" belongs to call cases; '
+                        "a hook case has event:, payload: and expect:",
+                    )
             expect = self.mapping((*where, "expect"), item.get("expect"), "expect")
             self.unknown((*where, "expect"), expect, HOOK_EXPECT, "a hook case's expect")
             decision = expect.get("decision")
             if decision is not None and decision not in DECISIONS:
-                self.add((*where, "expect", "decision"), "test-invalid",
-                         f"expect.decision must be one of {', '.join(DECISIONS)}; got "
-                         f"{decision!r}")
+                self.add(
+                    (*where, "expect", "decision"),
+                    "test-invalid",
+                    f"expect.decision must be one of {', '.join(DECISIONS)}; got {decision!r}",
+                )
             if "reason_contains" in expect and not isinstance(expect["reason_contains"], str):
-                self.add((*where, "expect", "reason_contains"), "test-invalid",
-                         "expect.reason_contains must be a string")
+                self.add(
+                    (*where, "expect", "reason_contains"),
+                    "test-invalid",
+                    "expect.reason_contains must be a string",
+                )
             event = item.get("event")
             if event is not None and not isinstance(event, str):
                 self.add((*where, "event"), "test-invalid", "event must be a string")
                 event = None
             payload = self.mapping((*where, "payload"), item.get("payload"), "payload")
-            return Case(name=name or f"hook {hook} #{index + 1}", path=self.path, line=line,
-                        kind="hook", setup=setup, hook=hook, event=event or "",
-                        payload=payload, expect=expect)
+            return Case(
+                name=name or f"hook {hook} #{index + 1}",
+                path=self.path,
+                line=line,
+                kind="hook",
+                setup=setup,
+                hook=hook,
+                event=event or "",
+                payload=payload,
+                expect=expect,
+            )
         for key in ("event", "payload"):
             if key in item:
                 self.add((*where, key), "test-invalid", f'"{key}" belongs to hook cases')
@@ -251,69 +303,117 @@ class _Parser:
             step = self.step(where, item, known=())
             if step is None:
                 return None
-            return Case(name=name or f"call {step.call} #{index + 1}", path=self.path,
-                        line=line, kind="call", setup=setup, steps=(replace(step, name=""),))
+            return Case(
+                name=name or f"call {step.call} #{index + 1}",
+                path=self.path,
+                line=line,
+                kind="call",
+                setup=setup,
+                steps=(replace(step, name=""),),
+            )
         raw = item["steps"]
         if not isinstance(raw, list) or not raw:
-            self.add((*where, "steps"), "test-invalid", "steps must be a non-empty list of "
-                     "calls (each with call:, args:, expect:)")
+            self.add(
+                (*where, "steps"),
+                "test-invalid",
+                "steps must be a non-empty list of calls (each with call:, args:, expect:)",
+            )
             return None
         for key in ("args", "expect"):
             if key in item:
-                self.add((*where, key), "test-invalid", f'"{key}" goes inside each step of '
-                         "steps:")
+                self.add((*where, key), "test-invalid", f'"{key}" goes inside each step of steps:')
         steps = []
         for j, raw_step in enumerate(raw):
             if not isinstance(raw_step, Mapping):
-                self.add((*where, "steps", j), "test-invalid", f"step {j + 1} must be a mapping "
-                         f"with call:, args: and expect:, got {a_type(raw_step)}")
+                self.add(
+                    (*where, "steps", j),
+                    "test-invalid",
+                    f"step {j + 1} must be a mapping "
+                    f"with call:, args: and expect:, got {a_type(raw_step)}",
+                )
                 continue
             self.unknown((*where, "steps", j), raw_step, STEP_KEYS, f"step {j + 1}")
             step = self.step((*where, "steps", j), raw_step, known=STEP_KEYS)
             if step is not None:
                 steps.append(step)
-        return Case(name=name or f"steps #{index + 1}", path=self.path, line=line,
-                    kind="steps", setup=setup, steps=tuple(steps))
+        return Case(
+            name=name or f"steps #{index + 1}",
+            path=self.path,
+            line=line,
+            kind="steps",
+            setup=setup,
+            steps=tuple(steps),
+        )
 
-    def step(self, where: tuple[Any, ...], item: Mapping[str, Any],
-             known: tuple[str, ...]) -> Step | None:
+    def step(
+        self, where: tuple[Any, ...], item: Mapping[str, Any], known: tuple[str, ...]
+    ) -> Step | None:
         tool = item.get("call")
         if not isinstance(tool, str):
-            self.add((*where, "call"), "test-invalid", f"call must be a tool name, got "
-                     f"{a_type(tool)}")
+            self.add(
+                (*where, "call"), "test-invalid", f"call must be a tool name, got {a_type(tool)}"
+            )
             return None
         args = self.mapping((*where, "args"), item.get("args"), "args")
         expect = self.mapping((*where, "expect"), item.get("expect"), "expect")
         self.unknown((*where, "expect"), expect, CALL_EXPECT, "a call's expect")
         for key in ("ok", "truncated"):
             if key in expect and not isinstance(expect[key], bool):
-                self.add((*where, "expect", key), "test-invalid",
-                         f"expect.{key} must be true or false, got {a_type(expect[key])}")
+                self.add(
+                    (*where, "expect", key),
+                    "test-invalid",
+                    f"expect.{key} must be true or false, got {a_type(expect[key])}",
+                )
         for key in ("text_contains", "error_contains", "blocked_by"):
             value = expect.get(key)
-            if key in expect and not (isinstance(value, str) or (
-                    key != "blocked_by" and isinstance(value, list)
-                    and all(isinstance(v, str) for v in value))):
-                self.add((*where, "expect", key), "test-invalid",
-                         f"expect.{key} must be a string"
-                         + ("" if key == "blocked_by" else " or a list of strings"))
+            if key in expect and not (
+                isinstance(value, str)
+                or (
+                    key != "blocked_by"
+                    and isinstance(value, list)
+                    and all(isinstance(v, str) for v in value)
+                )
+            ):
+                self.add(
+                    (*where, "expect", key),
+                    "test-invalid",
+                    f"expect.{key} must be a string"
+                    + ("" if key == "blocked_by" else " or a list of strings"),
+                )
         files = self.mapping((*where, "expect", "files"), expect.get("files"), "expect.files")
         for rel, want in files.items():
-            ok = isinstance(want, str) or (isinstance(want, Mapping) and (
-                dict(want) == {"absent": True} or set(want) == {"contains"}
-                and isinstance(want["contains"], str)))
+            ok = isinstance(want, str) or (
+                isinstance(want, Mapping)
+                and (
+                    dict(want) == {"absent": True}
+                    or set(want) == {"contains"}
+                    and isinstance(want["contains"], str)
+                )
+            )
             if not ok:
-                self.add((*where, "expect", "files", rel), "test-invalid",
-                         f'expect.files: "{rel}" must be the exact content (a string), '
-                         "{absent: true} or {contains: TEXT}")
-        return Step(call=tool, args=args, expect=expect, line=self.at(where),
-                    name=str(item.get("name") or ""))
+                self.add(
+                    (*where, "expect", "files", rel),
+                    "test-invalid",
+                    f'expect.files: "{rel}" must be the exact content (a string), '
+                    "{absent: true} or {contains: TEXT}",
+                )
+        return Step(
+            call=tool,
+            args=args,
+            expect=expect,
+            line=self.at(where),
+            name=str(item.get("name") or ""),
+        )
 
 
 def _relative(rel: str) -> bool:
     parts = Path(rel).parts
-    return bool(rel) and not Path(rel).is_absolute() and ".." not in parts and \
-        parts[0] not in (".harness",)
+    return (
+        bool(rel)
+        and not Path(rel).is_absolute()
+        and ".." not in parts
+        and parts[0] not in (".harness",)
+    )
 
 
 def _rfc3339(text: str) -> bool:
@@ -343,8 +443,9 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 # -- checks against the project (what validate adds) -----------------------------------
 
 
-def check_against(tf: TestFile, project: Project, lines: Mapping[str, int] | None = None
-                  ) -> list[Problem]:
+def check_against(
+    tf: TestFile, project: Project, lines: Mapping[str, int] | None = None
+) -> list[Problem]:
     """Problems of cases that name unknown tools or hooks, or a hook's wrong event."""
     tools = set(project.tools) | {"read_output"}
     hooks = {h.name: h for h in project.hooks}
@@ -358,21 +459,37 @@ def check_against(tf: TestFile, project: Project, lines: Mapping[str, int] | Non
             hook = hooks.get(case.hook)
             if hook is None:
                 known = ", ".join(sorted(hooks)) or "none"
-                add(case.line, "test-unknown-hook", f'case "{case.name}": unknown hook '
-                    f'"{case.hook}"{suggest(case.hook, hooks)}; hooks: {known}')
+                add(
+                    case.line,
+                    "test-unknown-hook",
+                    f'case "{case.name}": unknown hook '
+                    f'"{case.hook}"{suggest(case.hook, hooks)}; hooks: {known}',
+                )
             elif case.event and case.event != hook.event:
-                add(case.line, "test-invalid", f'case "{case.name}": hook "{hook.name}" '
-                    f'handles "{hook.event}", not "{case.event}"; fix event: or leave it out')
+                add(
+                    case.line,
+                    "test-invalid",
+                    f'case "{case.name}": hook "{hook.name}" '
+                    f'handles "{hook.event}", not "{case.event}"; fix event: or leave it out',
+                )
             continue
         for step in case.steps:
             if step.call not in tools:
-                add(step.line, "test-unknown-tool", f'case "{case.name}": unknown tool '
+                add(
+                    step.line,
+                    "test-unknown-tool",
+                    f'case "{case.name}": unknown tool '
                     f'"{step.call}"{suggest(step.call, tools)}; tools: '
-                    f"{', '.join(sorted(tools))}")
+                    f"{', '.join(sorted(tools))}",
+                )
             blocked = step.expect.get("blocked_by")
             if isinstance(blocked, str) and blocked not in hooks:
-                add(step.line, "test-unknown-hook", f'case "{case.name}": expect.blocked_by '
-                    f'names unknown hook "{blocked}"{suggest(blocked, hooks)}')
+                add(
+                    step.line,
+                    "test-unknown-hook",
+                    f'case "{case.name}": expect.blocked_by '
+                    f'names unknown hook "{blocked}"{suggest(blocked, hooks)}',
+                )
     return out
 
 
@@ -390,14 +507,28 @@ def check_config(tf: TestFile, root: Path) -> list[Problem]:
         for key in overrides:
             if key in KNOWN_KEYS and key not in ("tools", "hooks"):
                 continue
-            out.append(Problem(path=tf.path, line=case.setup.config_line or case.line,
-                               column=1, severity="warning", code="test-unknown-key",
-                               message=f'case "{case.name}": config key "{key}" cannot be '
-                               f"overridden{suggest(key, KNOWN_KEYS)}; config: takes "
-                               "harness.md settings such as limits, exec, network, clock"))
+            out.append(
+                Problem(
+                    path=tf.path,
+                    line=case.setup.config_line or case.line,
+                    column=1,
+                    severity="warning",
+                    code="test-unknown-key",
+                    message=f'case "{case.name}": config key "{key}" cannot be '
+                    f"overridden{suggest(key, KNOWN_KEYS)}; config: takes "
+                    "harness.md settings such as limits, exec, network, clock",
+                )
+            )
         _cfg, problems = parse_config(overrides, root)
         for p in problems:
-            out.append(Problem(path=tf.path, line=case.setup.config_line or case.line,
-                               column=1, severity=p.severity, code=p.code,
-                               message=f'case "{case.name}": {p.message}'))
+            out.append(
+                Problem(
+                    path=tf.path,
+                    line=case.setup.config_line or case.line,
+                    column=1,
+                    severity=p.severity,
+                    code=p.code,
+                    message=f'case "{case.name}": {p.message}',
+                )
+            )
     return out

@@ -16,7 +16,7 @@ from harness.upstream.connection import UpstreamFailure
 from harness.upstream.source import Upstream
 
 
-def connect(project: Project) -> tuple[dict[str, list[str]], list[Problem]]:
+def connect(project: Project) -> tuple[dict[str, list[str]], list[Problem]]:  # noqa: C901
     """Each server's tool names (as harness names them), and the problems found."""
     listed: dict[str, list[str]] = {}
     problems: list[Problem] = []
@@ -25,11 +25,17 @@ def connect(project: Project) -> tuple[dict[str, list[str]], list[Problem]]:
         for name, spec in up.servers.items():
             src = spec.source
 
-            def problem(message: str, code: str, severity: str = "error",
-                        src: Any = src) -> None:
-                problems.append(Problem(path=src.path, line=src.line, column=1, code=code,
-                                        severity=severity,  # type: ignore[arg-type]
-                                        message=message))
+            def problem(message: str, code: str, severity: str = "error", src: Any = src) -> None:
+                problems.append(
+                    Problem(
+                        path=src.path,
+                        line=src.line,
+                        column=1,
+                        code=code,
+                        severity=severity,  # type: ignore[arg-type]
+                        message=message,
+                    )
+                )
 
             try:
                 up.start(name)
@@ -39,32 +45,51 @@ def connect(project: Project) -> tuple[dict[str, list[str]], list[Problem]]:
             listing = up._listings[name]
             listed[name] = sorted(listing.specs)
             for tool in listing.skipped:
-                problem(f'server "{name}" tool "{tool}" is left out: "{name}.{tool}" is not a '
-                        "valid tool name", "server-tool-name", "warning")
+                problem(
+                    f'server "{name}" tool "{tool}" is left out: "{name}.{tool}" is not a '
+                    "valid tool name",
+                    "server-tool-name",
+                    "warning",
+                )
             upstream_names = set(listing.upstream.values())
             for pattern in spec.allow:
-                if pattern != "*" and not any(fnmatch.fnmatchcase(t, pattern)
-                                              for t in upstream_names):
-                    problem(f'server "{name}" tools.allow pattern "{pattern}" matches no tool '
-                            f"of the server (it has: {', '.join(sorted(upstream_names))})",
-                            "server-tool-unknown", "warning")
+                if pattern != "*" and not any(
+                    fnmatch.fnmatchcase(t, pattern) for t in upstream_names
+                ):
+                    problem(
+                        f'server "{name}" tools.allow pattern "{pattern}" matches no tool '
+                        f"of the server (it has: {', '.join(sorted(upstream_names))})",
+                        "server-tool-unknown",
+                        "warning",
+                    )
             for tool in spec.per_tool:
                 if tool not in upstream_names:
-                    problem(f'server "{name}" per_tool names "{tool}", which the server does '
-                            f"not offer (or tools: filters out)", "server-tool-unknown",
-                            "warning")
+                    problem(
+                        f'server "{name}" per_tool names "{tool}", which the server does '
+                        f"not offer (or tools: filters out)",
+                        "server-tool-unknown",
+                        "warning",
+                    )
             for full, tspec in listing.specs.items():
                 if full in project.tools:
                     other = project.tools[full].source
-                    problem(f'server "{name}" tool "{full}" has the name of the tool defined in '
-                            f"{other.path}:{other.line}; rename that tool or deny this one "
-                            "with tools.deny", "duplicate-name")
-                for key, schema in (("inputSchema", tspec.input_schema),
-                                    ("outputSchema", tspec.returns)):
+                    problem(
+                        f'server "{name}" tool "{full}" has the name of the tool defined in '
+                        f"{other.path}:{other.line}; rename that tool or deny this one "
+                        "with tools.deny",
+                        "duplicate-name",
+                    )
+                for key, schema in (
+                    ("inputSchema", tspec.input_schema),
+                    ("outputSchema", tspec.returns),
+                ):
                     if schema is not None and compile_error(schema) is not None:
-                        problem(f'server "{name}" tool "{full}" has an {key} that cannot be '
-                                f"compiled: {compile_error(schema)}", "server-tool-schema",
-                                "warning")
+                        problem(
+                            f'server "{name}" tool "{full}" has an {key} that cannot be '
+                            f"compiled: {compile_error(schema)}",
+                            "server-tool-schema",
+                            "warning",
+                        )
     finally:
         up.close()
     return listed, problems

@@ -37,8 +37,9 @@ class Loop:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="harness-upstream",
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="harness-upstream", daemon=True
+        )
         self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
@@ -49,6 +50,7 @@ class Loop:
         """Cancel what still runs (a caller waiting on it gets an error, never hangs),
         then stop the loop."""
         if self.loop.is_running():
+
             async def cancel_all() -> None:
                 me = asyncio.current_task()
                 tasks = [t for t in asyncio.all_tasks() if t is not me]
@@ -69,8 +71,14 @@ class Loop:
 class Connection:
     """A started server: the SDK client, its tool listing, its stderr."""
 
-    def __init__(self, spec: ServerSpec, transport: Any, on_list_changed: Callable[[], None],
-                 errlog: Any, http_statuses: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        transport: Any,
+        on_list_changed: Callable[[], None],
+        errlog: Any,
+        http_statuses: list[int] | None = None,
+    ) -> None:
         self.spec = spec
         self._transport = transport
         self._on_list_changed = on_list_changed
@@ -100,16 +108,18 @@ class Connection:
             try:
                 # "legacy" = the initialize handshake every server speaks, and the
                 # notifications/tools/list_changed message servers send.
-                async with Client(self._transport, message_handler=on_message, mode="legacy",
-                                  cache=None) as client:
+                async with Client(
+                    self._transport, message_handler=on_message, mode="legacy", cache=None
+                ) as client:
                     self.client = client
                     if not self._ready.done():
                         self._ready.set_result(None)
                     await self._stop.wait()
             except BaseException as exc:  # noqa: BLE001 - reported through _ready
                 if not self._ready.done():
-                    self._ready.set_exception(exc if isinstance(exc, Exception)
-                                              else RuntimeError(repr(exc)))
+                    self._ready.set_exception(
+                        exc if isinstance(exc, Exception) else RuntimeError(repr(exc))
+                    )
                 elif not isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
                     log.debug("upstream %s: connection ended: %s", self.spec.name, exc)
             finally:

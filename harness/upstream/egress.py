@@ -53,17 +53,26 @@ class EgressProxy:
 
     def env(self) -> dict[str, str]:
         url = f"http://127.0.0.1:{PORT}"
-        return {"HTTPS_PROXY": url, "HTTP_PROXY": url, "https_proxy": url, "http_proxy": url,
-                "ALL_PROXY": url, "NO_PROXY": "", "no_proxy": ""}
+        return {
+            "HTTPS_PROXY": url,
+            "HTTP_PROXY": url,
+            "https_proxy": url,
+            "http_proxy": url,
+            "ALL_PROXY": url,
+            "NO_PROXY": "",
+            "no_proxy": "",
+        }
 
     def bwrap_args(self) -> list[str]:
         return ["--bind", self.folder, INSIDE]
 
     def wrap(self, argv: list[str], python: str = "python3") -> list[str]:
         """``argv`` started after the relay listens inside the sandbox."""
-        script = (f'{python} {INSIDE}/relay.py {INSIDE}/proxy.sock {PORT} /tmp/.egress-ready & '
-                  'i=0; while [ ! -e /tmp/.egress-ready ] && [ $i -lt 500 ]; do sleep 0.01; '
-                  'i=$((i+1)); done; exec "$@"')
+        script = (
+            f"{python} {INSIDE}/relay.py {INSIDE}/proxy.sock {PORT} /tmp/.egress-ready & "
+            "i=0; while [ ! -e /tmp/.egress-ready ] && [ $i -lt 500 ]; do sleep 0.01; "
+            'i=$((i+1)); done; exec "$@"'
+        )
         return ["/bin/sh", "-c", script, "sh", *argv]
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -98,7 +107,8 @@ class EgressProxy:
         try:
             ip, port = self._check(url)
             up_reader, up_writer = await asyncio.wait_for(
-                asyncio.open_connection(str(ip), port), 30)
+                asyncio.open_connection(str(ip), port), 30
+            )
         except Exception as exc:  # noqa: BLE001 - refused or unreachable: tell the client
             self.refused.append(str(exc))
             log.info('upstream server "%s": network request refused: %s', self.server, exc)
@@ -126,9 +136,11 @@ class EgressProxy:
 
     async def _refuse(self, writer: asyncio.StreamWriter, status: int, why: str) -> None:
         body = why.encode("utf-8", "replace")
-        writer.write(f"HTTP/1.1 {status} Refused\r\nContent-Type: text/plain\r\n"
-                     f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-                     + body)
+        writer.write(
+            f"HTTP/1.1 {status} Refused\r\nContent-Type: text/plain\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
         with contextlib.suppress(Exception):
             await writer.drain()
         writer.close()
@@ -136,9 +148,18 @@ class EgressProxy:
 
 # Dropped from a forwarded plain-http request (hop-by-hop, or steering a proxy); the
 # request is sent with "Connection: close" instead.
-_HOP_HEADERS = frozenset((b"connection", b"keep-alive", b"proxy-connection", b"te",
-                          b"upgrade", b"trailer", b"proxy-authorization",
-                          b"proxy-authenticate"))
+_HOP_HEADERS = frozenset(
+    (
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"te",
+        b"upgrade",
+        b"trailer",
+        b"proxy-authorization",
+        b"proxy-authenticate",
+    )
+)
 
 
 def _one_request(head: bytes, url: str) -> tuple[bytes, int]:
@@ -162,16 +183,19 @@ def _one_request(head: bytes, url: str) -> tuple[bytes, int]:
             raise ValueError("malformed request header line")
         text = value.strip().decode("latin-1")
         if key == b"host":
-            host, _c, port_text = text.lower().rpartition(":") if not text.endswith(
-                "]") else (text.lower(), "", "")
+            host, _c, port_text = (
+                text.lower().rpartition(":") if not text.endswith("]") else (text.lower(), "", "")
+            )
             if not _c or not port_text.isdigit():
                 host, port_text = text.lower(), str(80)
             if host.strip("[]").rstrip(".") != authority.strip("[]") or int(port_text) != port:
-                raise ValueError(f'the Host header "{text}" is not the host of the checked '
-                                 f'URL "{url}"')
+                raise ValueError(
+                    f'the Host header "{text}" is not the host of the checked URL "{url}"'
+                )
         elif key == b"transfer-encoding":
-            raise ValueError("a request body with Transfer-Encoding is not proxied; send "
-                             "Content-Length")
+            raise ValueError(
+                "a request body with Transfer-Encoding is not proxied; send Content-Length"
+            )
         elif key == b"content-length":
             if not text.isdigit() or (size and int(text) != size):
                 raise ValueError(f'invalid Content-Length "{text}"')

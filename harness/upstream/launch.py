@@ -42,8 +42,9 @@ class Launch:
     plan: sandbox.Plan | None = None  # the sandbox plan (protected paths to check at stop)
 
 
-def resolve_values(spec: ServerSpec, key: str, values: Mapping[str, str],
-                   environ: Mapping[str, str]) -> dict[str, str]:
+def resolve_values(
+    spec: ServerSpec, key: str, values: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, str]:
     out = {}
     for name, value in values.items():
         try:
@@ -53,7 +54,8 @@ def resolve_values(spec: ServerSpec, key: str, values: Mapping[str, str],
             raise LaunchError(
                 f'upstream server "{spec.name}" {key} "{name}" needs ${{env:{missing[0]}}}, but '
                 f'"{missing[0]}" is not set in the environment harness runs in; set it, or give '
-                f"an explicit value in {spec.source.path}") from None
+                f"an explicit value in {spec.source.path}"
+            ) from None
     return out
 
 
@@ -62,18 +64,23 @@ def find_program(spec: ServerSpec, root: Path) -> str:
     if "/" in program:
         path = (root / program) if not os.path.isabs(program) else Path(program)
         if not os.access(path, os.X_OK) or path.is_dir():
-            raise LaunchError(f'upstream server "{spec.name}": program "{program}" is not an '
-                              f"executable file (declared in {spec.source.path})")
+            raise LaunchError(
+                f'upstream server "{spec.name}": program "{program}" is not an '
+                f"executable file (declared in {spec.source.path})"
+            )
         return str(path)
     found = shutil.which(program)
     if found is None:
-        raise LaunchError(f'upstream server "{spec.name}": program "{program}" is not on PATH; '
-                          f"install it or give its full path in {spec.source.path}")
+        raise LaunchError(
+            f'upstream server "{spec.name}": program "{program}" is not on PATH; '
+            f"install it or give its full path in {spec.source.path}"
+        )
     return found
 
 
-def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str],
-                 egress: Any = None) -> Launch:
+def stdio_launch(
+    spec: ServerSpec, config: Config, environ: Mapping[str, str], egress: Any = None
+) -> Launch:
     """The command line, environment and working directory of a stdio server. ``egress``
     (an :class:`harness.upstream.egress.EgressProxy`) opens the network of a sandboxed
     server to its ``allowed_domains``."""
@@ -82,8 +89,10 @@ def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str],
     args = list(spec.command[1:])
     cwd = os.path.realpath(os.path.join(workspace, spec.cwd or "."))
     if not (cwd == workspace or cwd.startswith(workspace.rstrip("/") + "/")):
-        raise LaunchError(f'upstream server "{spec.name}": cwd "{spec.cwd}" is outside the '
-                          "workspace; name a directory inside it")
+        raise LaunchError(
+            f'upstream server "{spec.name}": cwd "{spec.cwd}" is outside the '
+            "workspace; name a directory inside it"
+        )
     overrides = resolve_values(spec, "env", spec.env, environ)
     mode = spec.sandbox or config.exec.sandbox
     if mode != "off":
@@ -92,9 +101,16 @@ def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str],
         # (the others are removed at stop if the server created them, as exec.run does).
         os.makedirs(os.path.join(workspace, ".harness"), exist_ok=True)
     try:
-        plan = sandbox.plan(mode=mode, workspace=workspace, cwd=cwd, program=ENV_PROGRAM,
-                            args=[], env_names=(), env_overrides={},
-                            protected=config.fs.protected)
+        plan = sandbox.plan(
+            mode=mode,
+            workspace=workspace,
+            cwd=cwd,
+            program=ENV_PROGRAM,
+            args=[],
+            env_names=(),
+            env_overrides={},
+            protected=config.fs.protected,
+        )
     except sandbox.SandboxUnavailable as exc:
         raise LaunchError(f'upstream server "{spec.name}" cannot start: {exc}') from None
     env = sandbox.child_env(config.exec.env, overrides, sandboxed=plan.sandboxed)
@@ -106,7 +122,7 @@ def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str],
     if not plan.sandboxed:
         return Launch(argv=tail, env=env, cwd=cwd, sandboxed=False)
     mounts = runtime_paths(program, args, workspace, environ.get("HOME", ""))
-    argv = list(plan.argv[:plan.program_index])  # ... --chdir CWD --
+    argv = list(plan.argv[: plan.program_index])  # ... --chdir CWD --
     at = len(argv) - 1 - argv[::-1].index("--chdir")
     extra: list[str] = []
     for path in mounts:
@@ -124,8 +140,9 @@ def stdio_launch(spec: ServerSpec, config: Config, environ: Mapping[str, str],
         env.update(egress.env())
         tail = egress.wrap(tail, python)
     argv[at:at] = extra
-    return Launch(argv=[*argv, *tail], env=env, cwd=cwd, sandboxed=True, mounts=tuple(mounts),
-                  plan=plan)
+    return Launch(
+        argv=[*argv, *tail], env=env, cwd=cwd, sandboxed=True, mounts=tuple(mounts), plan=plan
+    )
 
 
 def _sdk_inherited() -> list[str]:
@@ -156,8 +173,9 @@ def _install_root(prefix: str) -> bool:
     other ``bin/``'s parent (``~/.local``, ``/opt/tools``) is not mounted whole."""
     if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
         return True
-    return any(os.path.exists(os.path.join(prefix, "bin", name))
-               for name in ("python3", "python", "node"))
+    return any(
+        os.path.exists(os.path.join(prefix, "bin", name)) for name in ("python3", "python", "node")
+    )
 
 
 def _venv(path: str) -> str | None:
@@ -185,7 +203,7 @@ def _shebang(path: str) -> str | None:
     return parts[0]
 
 
-def runtime_paths(program: str, args: list[str], workspace: str, home: str) -> list[str]:
+def runtime_paths(program: str, args: list[str], workspace: str, home: str) -> list[str]:  # noqa: C901
     """Host paths the program needs to run, to mount read-only: the install prefix of the
     program and of its interpreter, its virtualenv and the base Python of that virtualenv,
     and files named by absolute path in the arguments. Never ``/``, the home directory or
@@ -208,8 +226,13 @@ def runtime_paths(program: str, args: list[str], workspace: str, home: str) -> l
                     key, _, value = line.partition("=")
                     if key.strip() in ("home", "executable") and value.strip():
                         base = value.strip()
-                        wanted.append(_prefix(os.path.realpath(
-                            base if key.strip() == "executable" else base + "/python3")))
+                        wanted.append(
+                            _prefix(
+                                os.path.realpath(
+                                    base if key.strip() == "executable" else base + "/python3"
+                                )
+                            )
+                        )
         exe(_shebang(os.path.realpath(path)))
 
     exe(program)
@@ -232,16 +255,18 @@ def runtime_paths(program: str, args: list[str], workspace: str, home: str) -> l
         if path not in out:
             out.append(path)
     for f in (program, os.path.realpath(program)):
-        if not any(f == p or f.startswith(p.rstrip("/") + "/") for p in out) and \
-                not any(f.startswith(r.rstrip("/") + "/") for r in roots):
+        if not any(f == p or f.startswith(p.rstrip("/") + "/") for p in out) and not any(
+            f.startswith(r.rstrip("/") + "/") for r in roots
+        ):
             if not f.startswith(workspace.rstrip("/") + "/"):
                 out.append(f)
     return sorted(set(out), key=lambda p: (p.count("/"), p))
 
 
 @contextlib.asynccontextmanager
-async def http_transport(spec: ServerSpec, environ: Mapping[str, str],
-                         statuses: list[int]) -> AsyncIterator[Any]:
+async def http_transport(
+    spec: ServerSpec, environ: Mapping[str, str], statuses: list[int]
+) -> AsyncIterator[Any]:
     """The SDK's streamable HTTP transport with the declared headers. The status of every
     non-2xx response is appended to ``statuses`` (the SDK reports a 5xx only as "Server
     returned an error response"; the retry policy needs the status)."""
@@ -250,6 +275,7 @@ async def http_transport(spec: ServerSpec, environ: Mapping[str, str],
 
     headers = resolve_values(spec, "header", spec.headers, environ)
     assert spec.url is not None
+
     async def record(response: Any) -> None:
         if response.status_code >= 400:
             statuses.append(response.status_code)

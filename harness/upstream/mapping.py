@@ -15,8 +15,13 @@ from harness.artifacts.model import Source, ToolSpec
 from harness.artifacts.servers import ServerSpec
 
 log = logging.getLogger("harness.upstream")
-_HINTS = {"readOnlyHint": "read_only", "destructiveHint": "destructive",
-          "idempotentHint": "idempotent", "openWorldHint": "open_world", "title": "title"}
+_HINTS = {
+    "readOnlyHint": "read_only",
+    "destructiveHint": "destructive",
+    "idempotentHint": "idempotent",
+    "openWorldHint": "open_world",
+    "title": "title",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,25 +39,33 @@ def build_listing(spec: ServerSpec, tools: list[Any]) -> Listing:
     skipped = []
     for t in tools:
         if not any(fnmatch.fnmatchcase(t.name, p) for p in spec.allow) or any(
-                fnmatch.fnmatchcase(t.name, p) for p in spec.deny):
+            fnmatch.fnmatchcase(t.name, p) for p in spec.deny
+        ):
             continue
         full = f"{spec.name}.{t.name}"
         if not NAME_RE.fullmatch(full):
             skipped.append(t.name)
-            log.warning('upstream server "%s": tool "%s" is left out: "%s" is not a valid tool '
-                        "name ([A-Za-z][A-Za-z0-9_.-], at most 64 characters)",
-                        spec.name, t.name, full)
+            log.warning(
+                'upstream server "%s": tool "%s" is left out: "%s" is not a valid tool '
+                "name ([A-Za-z][A-Za-z0-9_.-], at most 64 characters)",
+                spec.name,
+                t.name,
+                full,
+            )
             continue
         ann = None
         if t.annotations is not None:
             raw = t.annotations.model_dump(by_alias=True, exclude_none=True)
             ann = {_HINTS[k]: v for k, v in raw.items() if k in _HINTS}
         specs[full] = ToolSpec(
-            name=full, description=t.description or t.title or full,
+            name=full,
+            description=t.description or t.title or full,
             input_schema=dict(t.input_schema or {"type": "object"}),
             returns=dict(t.output_schema) if t.output_schema else None,
-            annotations=ann or None, timeout_ms=spec.timeout_for(t.name),
-            source=server_source(spec))
+            annotations=ann or None,
+            timeout_ms=spec.timeout_for(t.name),
+            source=server_source(spec),
+        )
         upstream[full] = t.name
     return Listing(specs=dict(sorted(specs.items())), upstream=upstream, skipped=tuple(skipped))
 
@@ -62,8 +75,10 @@ def server_source(spec: ServerSpec) -> Source:
 
 
 def listing_shape(listing: Listing) -> list[tuple[str, str, Any, Any, Any]]:
-    return [(n, s.description, s.input_schema, s.returns, s.annotations)
-            for n, s in listing.specs.items()]
+    return [
+        (n, s.description, s.input_schema, s.returns, s.annotations)
+        for n, s in listing.specs.items()
+    ]
 
 
 def convert(result: Any) -> Any:
@@ -92,8 +107,13 @@ def failure_kind(exc: BaseException) -> str:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return "timeout"
     if isinstance(exc, (OSError, EOFError, ConnectionError)) or type(exc).__name__ in (
-            "ClosedResourceError", "BrokenResourceError", "EndOfStream", "ConnectError",
-            "ReadError", "RemoteProtocolError"):
+        "ClosedResourceError",
+        "BrokenResourceError",
+        "EndOfStream",
+        "ConnectError",
+        "ReadError",
+        "RemoteProtocolError",
+    ):
         return "transient"
     if "connection closed" in str(exc).lower():
         return "transient"

@@ -70,8 +70,9 @@ class Upstream:
             if conn is not None and conn.alive():
                 return conn
             if conn is not None and not conn.dead:
-                log.warning('upstream server "%s" exited since its last call; starting it again',
-                            name)
+                log.warning(
+                    'upstream server "%s" exited since its last call; starting it again', name
+                )
                 conn.dead = True
                 self.loop.run(conn.stop(), timeout=15)
             if self._closed:
@@ -83,8 +84,10 @@ class Upstream:
                 self._failed[name] = str(exc)
                 raise UpstreamFailure("error", str(exc)) from None
             except Exception as exc:  # noqa: BLE001 - spawn, handshake, HTTP errors
-                msg = (f'upstream server "{name}" could not be started: '
-                       f"{describe(exc)} (declared in {spec.source.path}:{spec.source.line})")
+                msg = (
+                    f'upstream server "{name}" could not be started: '
+                    f"{describe(exc)} (declared in {spec.source.path}:{spec.source.line})"
+                )
                 self._failed[name] = msg
                 raise UpstreamFailure(failure_kind(exc), msg) from None
             self._failed.pop(name, None)
@@ -109,28 +112,39 @@ class Upstream:
                 if egress is not None:
                     await egress.stop()
                 raise
-            log.debug("upstream server %s: sandboxed=%s, read-only mounts %s, argv %s",
-                      spec.name, launch.sandboxed, launch.mounts, launch.argv)
+            log.debug(
+                "upstream server %s: sandboxed=%s, read-only mounts %s, argv %s",
+                spec.name,
+                launch.sandboxed,
+                launch.mounts,
+                launch.argv,
+            )
             errlog = new_errlog()
-            transport: Any = stdio_client(StdioServerParameters(
-                command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=launch.cwd),
-                errlog=errlog)
+            transport: Any = stdio_client(
+                StdioServerParameters(
+                    command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=launch.cwd
+                ),
+                errlog=errlog,
+            )
         else:
             transport = http_transport(spec, os.environ, statuses)
-        conn = Connection(spec, transport, lambda: self._list_changed(spec.name), errlog,
-                          statuses)
+        conn = Connection(spec, transport, lambda: self._list_changed(spec.name), errlog, statuses)
         conn.egress = egress
         if spec.transport == "stdio" and launch.sandboxed:
+
             def checked(launch: Any = launch) -> None:
                 try:
                     notes = after_stop(self.config, launch)
                 except Exception:  # noqa: BLE001 - a check must not break stopping
-                    log.exception('upstream server "%s": checking protected paths after it '
-                                  "stopped failed", spec.name)
+                    log.exception(
+                        'upstream server "%s": checking protected paths after it stopped failed',
+                        spec.name,
+                    )
                     return
                 for note in notes:
-                    log.warning('upstream server "%s": %s', spec.name, note.removeprefix(
-                        "harness: "))
+                    log.warning(
+                        'upstream server "%s": %s', spec.name, note.removeprefix("harness: ")
+                    )
 
             conn.after_stop = checked
         try:
@@ -147,8 +161,9 @@ class Upstream:
         tools: list[Any] = []
         cursor = None
         while True:
-            page = await asyncio.wait_for(conn.client.list_tools(cursor=cursor),
-                                          spec.timeout_ms / 1000)
+            page = await asyncio.wait_for(
+                conn.client.list_tools(cursor=cursor), spec.timeout_ms / 1000
+            )
             tools += page.tools
             cursor = page.next_cursor
             if not cursor:
@@ -181,8 +196,11 @@ class Upstream:
             try:
                 self._set_listing(name, await self._list(conn))
             except Exception as exc:  # noqa: BLE001
-                log.warning('upstream server "%s": listing tools after list_changed failed: %s',
-                            name, describe(exc))
+                log.warning(
+                    'upstream server "%s": listing tools after list_changed failed: %s',
+                    name,
+                    describe(exc),
+                )
 
         asyncio.get_running_loop().create_task(refresh())
 
@@ -227,8 +245,10 @@ class Upstream:
         try:
             loop.run(stop_all(), timeout=20)
         except Exception:  # noqa: BLE001
-            log.warning("upstream servers did not all stop cleanly: %s",
-                        ", ".join(c.spec.name for c in conns))
+            log.warning(
+                "upstream servers did not all stop cleanly: %s",
+                ", ".join(c.spec.name for c in conns),
+            )
         loop.close()
 
     # -- tools ----------------------------------------------------------------------
@@ -253,8 +273,12 @@ class Upstream:
         try:
             self.start(name)
         except UpstreamFailure as exc:
-            spec = ToolSpec(name=tool, description=str(exc), input_schema={"type": "object"},
-                            source=server_source(self.servers[name]))
+            spec = ToolSpec(
+                name=tool,
+                description=str(exc),
+                input_schema={"type": "object"},
+                source=server_source(self.servers[name]),
+            )
             message = str(exc)
             return spec, lambda args: {"error": message}
         found = self._listings[name].specs.get(tool)
@@ -279,12 +303,12 @@ class Upstream:
             upstream = tool.split(".", 1)[1]
         policy = spec.retry_for(upstream)
         limit = self.config.limits.max_timeout_ms
-        timeout_ms = min(spec.timeout_for(upstream), limit) if limit else spec.timeout_for(
-            upstream)
+        timeout_ms = min(spec.timeout_for(upstream), limit) if limit else spec.timeout_for(upstream)
         tool_spec = listing.specs.get(tool) if listing else None
         annotations = tool_spec.annotations if tool_spec is not None else None
         may_retry = policy.retry_non_idempotent or not (
-            annotations and annotations.get("idempotent") is False)
+            annotations and annotations.get("idempotent") is False
+        )
         attempts = policy.max_attempts or 1
         retry_on = policy.retry_on or ()
         for attempt in range(1, attempts + 1):
@@ -295,8 +319,11 @@ class Upstream:
                 except (concurrent.futures.CancelledError, RuntimeError) as exc:
                     if not self._closed:
                         raise
-                    raise UpstreamFailure("error", f'upstream server "{name}" was stopped during '
-                                          f'the call to "{tool}": the harness is closing') from exc
+                    raise UpstreamFailure(
+                        "error",
+                        f'upstream server "{name}" was stopped during '
+                        f'the call to "{tool}": the harness is closing',
+                    ) from exc
             except UpstreamFailure as exc:
                 if attempt < attempts and exc.kind in retry_on and may_retry:
                     log.info("%s; retrying (attempt %d of %d)", exc, attempt + 1, attempts)
@@ -306,13 +333,16 @@ class Upstream:
                 if attempt > 1:
                     msg += f" (gave up after {attempt} attempts)"
                 elif attempts > 1 and exc.kind in retry_on and not may_retry:
-                    msg += (" (not retried: the tool's annotations say it is not idempotent; "
-                            "set retry.retry_non_idempotent: true to retry it anyway)")
+                    msg += (
+                        " (not retried: the tool's annotations say it is not idempotent; "
+                        "set retry.retry_non_idempotent: true to retry it anyway)"
+                    )
                 return {"error": msg}
         return {"error": f'tool "{tool}" was not called'}  # pragma: no cover
 
-    async def _call(self, conn: Connection, tool: str, upstream: str, args: dict[str, Any],
-                    timeout_ms: int) -> Any:
+    async def _call(
+        self, conn: Connection, tool: str, upstream: str, args: dict[str, Any], timeout_ms: int
+    ) -> Any:
         from mcp.shared.exceptions import MCPError
 
         name = conn.spec.name
@@ -323,35 +353,46 @@ class Upstream:
         except TimeoutError:
             conn.dead = True
             asyncio.get_running_loop().create_task(conn.stop())
-            raise UpstreamFailure("timeout", f'upstream server "{name}" did not answer the call '
-                                  f'to "{tool}" within {timeout_ms} ms; the server was stopped '
-                                  "and is restarted on the next call") from None
+            raise UpstreamFailure(
+                "timeout",
+                f'upstream server "{name}" did not answer the call '
+                f'to "{tool}" within {timeout_ms} ms; the server was stopped '
+                "and is restarted on the next call",
+            ) from None
         except MCPError as exc:
             if conn.dead or conn.client is None or "connection closed" in str(exc).lower():
                 raise self._lost(conn, tool) from None
             statuses = conn.http_statuses[seen:]
             if statuses:
                 status = statuses[-1]
-                raise UpstreamFailure("5xx" if status >= 500 else "error",
-                                      f'upstream server "{name}" answered the call to "{tool}" '
-                                      f"with HTTP {status}") from None
-            raise UpstreamFailure(failure_kind(exc), f'upstream server "{name}" refused the '
-                                  f'call to "{tool}": {describe(exc)}') from None
+                raise UpstreamFailure(
+                    "5xx" if status >= 500 else "error",
+                    f'upstream server "{name}" answered the call to "{tool}" with HTTP {status}',
+                ) from None
+            raise UpstreamFailure(
+                failure_kind(exc),
+                f'upstream server "{name}" refused the call to "{tool}": {describe(exc)}',
+            ) from None
         except Exception as exc:  # noqa: BLE001 - transport errors (HTTP, pipes)
             kind = failure_kind(exc)
             if kind == "transient":
                 raise self._lost(conn, tool, exc) from None
-            raise UpstreamFailure(kind, f'upstream server "{name}" failed the call to "{tool}": '
-                                  f"{describe(exc)}") from None
+            raise UpstreamFailure(
+                kind, f'upstream server "{name}" failed the call to "{tool}": {describe(exc)}'
+            ) from None
         return convert(result)
 
-    def _lost(self, conn: Connection, tool: str, exc: BaseException | None = None
-              ) -> UpstreamFailure:
+    def _lost(
+        self, conn: Connection, tool: str, exc: BaseException | None = None
+    ) -> UpstreamFailure:
         conn.dead = True
         asyncio.get_running_loop().create_task(conn.stop())
         why = f": {describe(exc)}" if exc is not None else ""
         tail = conn.stderr_tail()
         said = f'; its last stderr line: "{tail}"' if tail else ""
-        return UpstreamFailure("transient", f'upstream server "{conn.spec.name}" crashed or '
-                               f'closed the connection during the call to "{tool}"{why}{said}; '
-                               "it is restarted on the next call")
+        return UpstreamFailure(
+            "transient",
+            f'upstream server "{conn.spec.name}" crashed or '
+            f'closed the connection during the call to "{tool}"{why}{said}; '
+            "it is restarted on the next call",
+        )

@@ -63,12 +63,18 @@ class Request:
 def _pieces(text: str, size: int) -> list[str]:
     if size <= 0 or not text:
         return [text]
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 class FakeModelServer:
-    def __init__(self, provider: str, replies: list[Reply], *, repeat_last: bool = False,
-                 model: str = "fake-model") -> None:
+    def __init__(
+        self,
+        provider: str,
+        replies: list[Reply],
+        *,
+        repeat_last: bool = False,
+        model: str = "fake-model",
+    ) -> None:
         assert provider in ("openai", "anthropic")
         self.provider, self.model = provider, model
         self.replies = list(replies)
@@ -84,8 +90,9 @@ class FakeModelServer:
         handler = type("Handler", (_Handler,), {"fake": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                         daemon=True).start()
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -117,8 +124,14 @@ class FakeModelServer:
 
     def error_body(self, reply: Reply) -> dict[str, Any]:
         if self.provider == "openai":
-            return {"error": {"message": reply.error, "type": reply.error_type,
-                              "param": None, "code": None}}
+            return {
+                "error": {
+                    "message": reply.error,
+                    "type": reply.error_type,
+                    "param": None,
+                    "code": None,
+                }
+            }
         return {"type": "error", "error": {"type": reply.error_type, "message": reply.error}}
 
     def json_body(self, reply: Reply) -> dict[str, Any]:
@@ -128,32 +141,58 @@ class FakeModelServer:
             if calls:
                 message["tool_calls"] = [
                     {"id": i, "type": "function", "function": {"name": t.name, "arguments": t.raw}}
-                    for i, t in calls]
-            return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 1,
-                    "model": self.model,
-                    "choices": [{"index": 0, "message": message,
-                                 "finish_reason": "tool_calls" if calls else "stop"}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+                    for i, t in calls
+                ]
+            return {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 1,
+                "model": self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if calls else "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
         content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
-        content += [{"type": "tool_use", "id": i, "name": t.name, "input": json.loads(t.raw)}
-                    for i, t in calls]
-        return {"id": "msg_fake", "type": "message", "role": "assistant", "model": self.model,
-                "content": content, "stop_reason": "tool_use" if calls else "end_turn",
-                "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5}}
+        content += [
+            {"type": "tool_use", "id": i, "name": t.name, "input": json.loads(t.raw)}
+            for i, t in calls
+        ]
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": content,
+            "stop_reason": "tool_use" if calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
 
     def sse(self, reply: Reply) -> Iterator[bytes]:
-        events = self._openai_events(reply) if self.provider == "openai" else \
-            self._anthropic_events(reply)
+        events = (
+            self._openai_events(reply)
+            if self.provider == "openai"
+            else self._anthropic_events(reply)
+        )
         for name, data in events:
             payload = data if isinstance(data, str) else json.dumps(data)
             head = f"event: {name}\n" if name else ""
             yield (head + f"data: {payload}\n\n").encode("utf-8")
 
-    def _openai_events(self, reply: Reply) -> Iterator[tuple[str, Any]]:
+    def _openai_events(self, reply: Reply) -> Iterator[tuple[str, Any]]:  # noqa: C901
         def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[str, Any]:
-            return "", {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1,
-                        "model": self.model,
-                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return "", {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
 
         yield chunk({"role": "assistant", "content": ""})
         if reply.text:
@@ -165,10 +204,20 @@ class FakeModelServer:
         heads = []
         bodies = []
         for index, tool in enumerate(reply.tools):
-            heads.append({"index": index, "id": tool.id or self.new_id(), "type": "function",
-                          "function": {"name": tool.name, "arguments": ""}})
-            bodies.append([{"index": index, "function": {"arguments": p}}
-                           for p in _pieces(tool.raw, reply.chunk)])
+            heads.append(
+                {
+                    "index": index,
+                    "id": tool.id or self.new_id(),
+                    "type": "function",
+                    "function": {"name": tool.name, "arguments": ""},
+                }
+            )
+            bodies.append(
+                [
+                    {"index": index, "function": {"arguments": p}}
+                    for p in _pieces(tool.raw, reply.chunk)
+                ]
+            )
         if reply.interleave:
             for head in heads:
                 yield chunk({"tool_calls": [head]})
@@ -187,41 +236,91 @@ class FakeModelServer:
         yield "", "[DONE]"
 
     def _anthropic_events(self, reply: Reply) -> Iterator[tuple[str, Any]]:
-        yield "message_start", {"type": "message_start", "message": {
-            "id": "msg_fake", "type": "message", "role": "assistant", "model": self.model,
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 1}}}
+        yield (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_fake",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": self.model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 10, "output_tokens": 1},
+                },
+            },
+        )
         yield "ping", {"type": "ping"}
         index = 0
         if reply.text:
-            yield "content_block_start", {"type": "content_block_start", "index": index,
-                                          "content_block": {"type": "text", "text": ""}}
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
             for piece in _pieces(reply.text, reply.chunk):
-                yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "text_delta", "text": piece}}
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
             yield "content_block_stop", {"type": "content_block_stop", "index": index}
             index += 1
         if reply.stream_error is not None:
-            yield "error", {"type": "error", "error": {"type": "overloaded_error",
-                                                       "message": reply.stream_error}}
+            yield (
+                "error",
+                {
+                    "type": "error",
+                    "error": {"type": "overloaded_error", "message": reply.stream_error},
+                },
+            )
             return
         for tool in reply.tools:
-            yield "content_block_start", {"type": "content_block_start", "index": index,
-                                          "content_block": {"type": "tool_use",
-                                                            "id": tool.id or self.new_id(),
-                                                            "name": tool.name, "input": {}}}
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": tool.id or self.new_id(),
+                        "name": tool.name,
+                        "input": {},
+                    },
+                },
+            )
             for piece in ["", *_pieces(tool.raw, reply.chunk)]:
-                yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "input_json_delta",
-                                                        "partial_json": piece}}
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    },
+                )
             yield "content_block_stop", {"type": "content_block_stop", "index": index}
             index += 1
         if reply.truncate:
             return
-        yield "message_delta", {"type": "message_delta",
-                                "delta": {"stop_reason": "tool_use" if reply.tools else "end_turn",
-                                          "stop_sequence": None},
-                                "usage": {"output_tokens": 5}}
+        yield (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": "tool_use" if reply.tools else "end_turn",
+                    "stop_sequence": None,
+                },
+                "usage": {"output_tokens": 5},
+            },
+        )
         yield "message_stop", {"type": "message_stop"}
 
 
@@ -240,9 +339,14 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         with fake._lock:
-            fake.requests.append(Request(method="POST", path=self.path,
-                                         headers={k.lower(): v for k, v in self.headers.items()},
-                                         body=body))
+            fake.requests.append(
+                Request(
+                    method="POST",
+                    path=self.path,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=body,
+                )
+            )
         expected = "/v1/chat/completions" if fake.provider == "openai" else "/v1/messages"
         if self.path != expected:
             return self._json(404, {"error": {"message": f"no route {self.path}"}})
@@ -261,8 +365,9 @@ class _Handler(BaseHTTPRequestHandler):
         data = fake.sse(reply)
         if reply.split_bytes:
             whole = b"".join(data)
-            data = iter([whole[i:i + reply.split_bytes]
-                         for i in range(0, len(whole), reply.split_bytes)])
+            data = iter(
+                [whole[i : i + reply.split_bytes] for i in range(0, len(whole), reply.split_bytes)]
+            )
         for piece in data:
             self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
             self.wfile.flush()

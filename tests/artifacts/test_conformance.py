@@ -241,8 +241,13 @@ CASES: dict[str, list[tuple[str, int, str, str, str]]] = {
         (".harness/plugins/p.md", 2, "bundle-invalid", "error", "tools must be a list of entries"),
         (".harness/plugins/p.md", 4, "entry-name-missing", "error", "hooks[0] has no name"),
         # the nameless entry's own problems are still reported
-        (".harness/plugins/p.md", 4, "hook-script-missing", "error", 'hook "hooks[0]" has no '
-         "script"),
+        (
+            ".harness/plugins/p.md",
+            4,
+            "hook-script-missing",
+            "error",
+            'hook "hooks[0]" has no script',
+        ),
         (".harness/plugins/p.md", 5, "entry-invalid", "error", "hooks[1] must be a mapping"),
     ],
     "yaml_deep": [

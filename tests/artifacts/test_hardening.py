@@ -165,7 +165,7 @@ def codes(source: str, kind: str = "tool") -> list[str]:
         "def run(*args):\n    return args\n",
         "def run(\n    args,\n):\n    return 1\n",
         'def run(args, sep=")"):\n    return sep\n',
-        "def run(args, sep=\"(\"):  # run(a, b)\n    return sep\n",
+        'def run(args, sep="("):  # run(a, b)\n    return sep\n',
     ],
 )
 def test_entry_points_that_exist(source: str) -> None:

@@ -32,13 +32,20 @@ A tool whose returns schema fell into the flow-mapping comma trap.
 
 def test_a_comma_inside_a_flow_mapping_is_explained(tmp_path: Path) -> None:
     found = problems(tmp_path, TRAP)
-    assert found == [(5, 62, "warning", "schema-flow-comma",
-                      'tool "t" returns at $.properties.content: "joined with newlines." looks '
-                      "like a piece of a sentence, not a keyword: inside a YAML flow mapping "
-                      "{...} an unquoted comma ends the value and the rest of the text becomes "
-                      'keys with no value (so "description" is only "The selected lines"); '
-                      'quote the text ("...") or write the mapping in block style, one key per '
-                      "line")]
+    assert found == [
+        (
+            5,
+            62,
+            "warning",
+            "schema-flow-comma",
+            'tool "t" returns at $.properties.content: "joined with newlines." looks '
+            "like a piece of a sentence, not a keyword: inside a YAML flow mapping "
+            "{...} an unquoted comma ends the value and the rest of the text becomes "
+            'keys with no value (so "description" is only "The selected lines"); '
+            'quote the text ("...") or write the mapping in block style, one key per '
+            "line",
+        )
+    ]
 
 
 def test_unknown_keys_in_returns_get_a_did_you_mean(tmp_path: Path) -> None:
@@ -58,11 +65,19 @@ A tool.
 """
     found = problems(tmp_path, tool)
     assert [(line, code, message) for line, _, _, code, message in found] == [
-        (4, "returns-unknown-key", 'tool "t" returns has unknown key "propertys" (did you mean '
-         '"properties"?); it is passed through to the JSON Schema but no validator uses it'),
-        (8, "returns-unknown-key", 'tool "t" returns at $.properties.items.items has unknown key '
-         '"descrption" (did you mean "description"?); it is passed through to the JSON Schema '
-         "but no validator uses it"),
+        (
+            4,
+            "returns-unknown-key",
+            'tool "t" returns has unknown key "propertys" (did you mean '
+            '"properties"?); it is passed through to the JSON Schema but no validator uses it',
+        ),
+        (
+            8,
+            "returns-unknown-key",
+            'tool "t" returns at $.properties.items.items has unknown key '
+            '"descrption" (did you mean "description"?); it is passed through to the JSON Schema '
+            "but no validator uses it",
+        ),
     ]
 
 
@@ -82,12 +97,18 @@ A tool.
 """
     found = problems(tmp_path, tool)
     assert [(line, code) for line, _, _, code, _ in found] == [
-        (6, "parameter-unknown-key"), (7, "schema-flow-comma")]
-    assert found[0][4] == ('tool "t" parameter "options" at $.properties.depth has unknown key '
-                           '"minimun" (did you mean "minimum"?); it is passed through to the '
-                           "JSON Schema but no validator uses it")
-    assert found[1][4].startswith('tool "t" parameter "options" at $.properties.note: "for '
-                                  'people." looks like a piece of a sentence')
+        (6, "parameter-unknown-key"),
+        (7, "schema-flow-comma"),
+    ]
+    assert found[0][4] == (
+        'tool "t" parameter "options" at $.properties.depth has unknown key '
+        '"minimun" (did you mean "minimum"?); it is passed through to the '
+        "JSON Schema but no validator uses it"
+    )
+    assert found[1][4].startswith(
+        'tool "t" parameter "options" at $.properties.note: "for '
+        'people." looks like a piece of a sentence'
+    )
 
 
 def test_the_starter_pack_validates_without_a_warning(tmp_path: Path) -> None:
@@ -101,8 +122,10 @@ def test_the_starter_pack_validates_without_a_warning(tmp_path: Path) -> None:
         schema = mcp_output_schema(h.project.tools["read_file"].returns)
     assert schema is not None
     content = schema["properties"]["content"]
-    assert content == {"type": "string", "description": "The selected lines, joined with "
-                       "newlines, without line numbers."}
+    assert content == {
+        "type": "string",
+        "description": "The selected lines, joined with newlines, without line numbers.",
+    }
 
 
 def test_the_repositorys_own_tools_validate_without_a_warning() -> None:

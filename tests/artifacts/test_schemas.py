@@ -10,8 +10,8 @@ import pytest
 
 import harness
 from harness.artifacts.checks import UNKNOWN_KEY_CODES
-from harness.artifacts.published import frontmatter_schema
 from harness.artifacts.frontmatter import fatal, split
+from harness.artifacts.published import frontmatter_schema
 from harness.validation import check_project
 
 SCHEMAS = Path(harness.__file__).parent / "schemas"

@@ -29,14 +29,20 @@ def test_one_driver_adds_file_position_and_owner() -> None:
 def test_when_positions_leave_the_wrapper_out() -> None:
     (f,) = findings('payload["a"] == 1 +', "when")
     assert (f.code, f.line) == ("script-syntax", 1)
-    (p,) = check_script("payload[\"a\"],\n  1", "h.md", 4, "when", first_column=7)
+    (p,) = check_script('payload["a"],\n  1', "h.md", 4, "when", first_column=7)
     assert (p.line, p.column) == (4, 7 + len('payload["a"]'))
     # a continuation line of an indented block is indented like the first one
-    (p,) = check_script("payload[\"a\"] and (\n1)), 2", "h.md", 4, "when", first_column=7)
+    (p,) = check_script('payload["a"] and (\n1)), 2', "h.md", 4, "when", first_column=7)
     assert (p.line, p.column) == (5, 3 + 6)
 
 
 def test_located_maps_any_findings() -> None:
     (p,) = located([Finding(2, 3, "c", "m", "warning")], "f.md", 10, 4, 'hook "h"')
     assert (p.path, p.line, p.column, p.code, p.message, p.severity) == (
-        "f.md", 11, 6, "c", 'hook "h" m', "warning")
+        "f.md",
+        11,
+        6,
+        "c",
+        'hook "h" m',
+        "warning",
+    )

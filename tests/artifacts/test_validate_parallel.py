@@ -70,27 +70,39 @@ def build_project(root: Path, tools: int = 80, hooks: int = 20) -> int:
             shutil.copyfile(src, dest)
     shutil.copyfile(FIXTURES / "config_types" / "harness.md", root / "harness.md")
     (root / ".harness" / "plugins" / "dups.md").write_text(
-        "---\ntools:\n  - name: t_duplicate\n    script: \"def run(args): return 1\"\n"
-        "  - name: gen_3\n    script: \"def run(args): return 3\"\n---\n")
+        '---\ntools:\n  - name: t_duplicate\n    script: "def run(args): return 1"\n'
+        '  - name: gen_3\n    script: "def run(args): return 3"\n---\n'
+    )
     (root / ".harness" / "overrides" / "ov.md").write_text(
-        "---\ntools:\n  - name: t_timeout_negative\n    script: \"def run(args): return 2\"\n"
+        '---\ntools:\n  - name: t_timeout_negative\n    script: "def run(args): return 2"\n'
         "hooks:\n  - name: hook_7\n    event: tool.post\n"
-        "    script: \"def handle(event, payload): return allow()\"\n---\n")
+        '    script: "def handle(event, payload): return allow()"\n---\n'
+    )
     for n in range(tools):
-        text = TOOL.format(n=n, ptype="strin" if n % 11 == 5 else "string",
-                           timeout=-1 if n % 13 == 4 else 1000,
-                           extra="undefined_name" if n % 7 == 2 else "None")
+        text = TOOL.format(
+            n=n,
+            ptype="strin" if n % 11 == 5 else "string",
+            timeout=-1 if n % 13 == 4 else 1000,
+            extra="undefined_name" if n % 7 == 2 else "None",
+        )
         if n % 17 == 9:
             text = text.replace("log.info(", "log.infox(")
         if n % 19 == 10:
             text = text.replace("limit:\n", "limit:\n    typo: 1\n")
         (root / ".harness" / "tools" / f"gen_{n}.md").write_text(text)
     for n in range(hooks):
-        text = HOOK.format(n=n, event="tool.prex" if n % 6 == 1 else "tool.pre",
-                           verdict="allow()" if n % 5 else "allow(")
+        text = HOOK.format(
+            n=n,
+            event="tool.prex" if n % 6 == 1 else "tool.pre",
+            verdict="allow()" if n % 5 else "allow(",
+        )
         (root / ".harness" / "hooks" / f"hook_{n}.md").write_text(text)
-    return sum(1 for kind in ("tools", "hooks")
-               for p in (root / ".harness" / kind).iterdir() if p.name.endswith(".md"))
+    return sum(
+        1
+        for kind in ("tools", "hooks")
+        for p in (root / ".harness" / kind).iterdir()
+        if p.name.endswith(".md")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -128,12 +140,19 @@ def alone(body: Callable[..., None], *args: Any) -> None:
         body(*args)
         return
     plain = tuple(str(a) if isinstance(a, Path) else a for a in args)
-    code = ("import runpy\nfrom pathlib import Path\n"
-            f"m = runpy.run_path({str(Path(__file__))!r})\n"
-            f"args = [Path(a) if isinstance(a, str) else a for a in {plain!r}]\n"
-            f"m[{body.__name__!r}](*args)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
+    code = (
+        "import runpy\nfrom pathlib import Path\n"
+        f"m = runpy.run_path({str(Path(__file__))!r})\n"
+        f"args = [Path(a) if isinstance(a, str) else a for a in {plain!r}]\n"
+        f"m[{body.__name__!r}](*args)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -188,10 +207,21 @@ def _parallel_equals_serial(root: Path, files: int, strict: bool) -> None:
     assert_same(serial, parallel)
     codes = {p.code for p in serial.problems}
     # The merged fixtures really are broken in many ways.
-    for code in ("yaml-syntax", "encoding-invalid", "duplicate-name", "override-unused",
-                 "script-syntax", "script-undefined", "script-unknown-function",
-                 "event-unknown", "parameter-type-invalid", "timeout-negative",
-                 "tool-name-collision", "file-ignored", "unknown-key"):
+    for code in (
+        "yaml-syntax",
+        "encoding-invalid",
+        "duplicate-name",
+        "override-unused",
+        "script-syntax",
+        "script-undefined",
+        "script-unknown-function",
+        "event-unknown",
+        "parameter-type-invalid",
+        "timeout-negative",
+        "tool-name-collision",
+        "file-ignored",
+        "unknown-key",
+    ):
         assert code in codes, code
     assert len(serial.problems) > 100
 

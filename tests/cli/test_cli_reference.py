@@ -29,7 +29,8 @@ def sections() -> dict[str, tuple[str, str]]:
 def test_every_command_has_a_section_and_no_section_is_stale() -> None:
     documented = sections()
     assert sorted(documented) == sorted(cli.commands), (
-        "docs/cli.md sections and the click commands differ")
+        "docs/cli.md sections and the click commands differ"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(cli.commands))
@@ -46,11 +47,14 @@ def test_every_argument_option_and_choice_is_documented(name: str) -> None:
             assert body.count(flag) >= 1
         if isinstance(param.type, click.Choice):
             for choice in param.type.choices:
-                assert re.search(rf"\b{re.escape(str(choice))}\b", body), (name, param.name,
-                                                                         choice)
+                assert re.search(rf"\b{re.escape(str(choice))}\b", body), (name, param.name, choice)
     # Nothing in the heading that the command does not have.
-    flags = {f for p in command.params if isinstance(p, click.Option)
-             for f in (*p.opts, *p.secondary_opts)}
+    flags = {
+        f
+        for p in command.params
+        if isinstance(p, click.Option)
+        for f in (*p.opts, *p.secondary_opts)
+    }
     for flag in re.findall(r"--[a-z][a-z-]*", heading):
         assert flag in flags, (name, flag, "documented but not an option")
 
@@ -87,21 +91,25 @@ def project(tmp_path: Path) -> Path:
 
 
 def call(project: Path, *args: str) -> tuple[int, dict[str, object]]:
-    result = CliRunner().invoke(cli, ["call", "echo", *args, "--root", str(project),
-                                      "--format", "json"])
+    result = CliRunner().invoke(
+        cli, ["call", "echo", *args, "--root", str(project), "--format", "json"]
+    )
     return result.exit_code, json.loads(result.stdout)
 
 
-@pytest.mark.parametrize(("arg", "value"), [
-    ("msg=hello", "hello"),
-    ("msg=42", "42"),
-    ('msg="quoted"', "quoted"),       # JSON quotes are not kept literally
-    ('msg="a', '"a'),                 # not a JSON string: the text as it is
-    ("msg=true", "true"),
-    ("n=5", 5),
-    ("tags=[\"a\",\"b\"]", ["a", "b"]),
-    ("other=[1]", [1]),              # undeclared: JSON when it parses
-])
+@pytest.mark.parametrize(
+    ("arg", "value"),
+    [
+        ("msg=hello", "hello"),
+        ("msg=42", "42"),
+        ('msg="quoted"', "quoted"),  # JSON quotes are not kept literally
+        ('msg="a', '"a'),  # not a JSON string: the text as it is
+        ("msg=true", "true"),
+        ("n=5", 5),
+        ('tags=["a","b"]', ["a", "b"]),
+        ("other=[1]", [1]),  # undeclared: JSON when it parses
+    ],
+)
 def test_arg_values_are_typed_by_the_schema(project: Path, arg: str, value: object) -> None:
     code, out = call(project, "--arg", arg)
     assert code == 0, out
@@ -125,5 +133,7 @@ def test_the_help_says_how_values_are_typed() -> None:
 def test_json_output_carries_the_notes(project: Path) -> None:
     code, out = call(project, "--arg", "mgs=hi")
     assert code == 0
-    assert out["notes"] == ['unknown argument "mgs" (did you mean "msg"?) for tool "echo"; its '
-                            'parameters are "msg", "n", "tags"']
+    assert out["notes"] == [
+        'unknown argument "mgs" (did you mean "msg"?) for tool "echo"; its '
+        'parameters are "msg", "n", "tags"'
+    ]

@@ -28,40 +28,61 @@ async def openai_agents(cfg: dict[str, Any]) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     servers = {
-        "stdio": MCPServerStdio(params={"command": cfg["stdio"][0], "args": cfg["stdio"][1:],
-                                        "cwd": cfg["cwd"], "env": cfg.get("env")},
-                                cache_tools_list=True, client_session_timeout_seconds=60),
-        "http": MCPServerStreamableHttp(params={
-            "url": cfg["url"], "headers": {"Authorization": f"Bearer {cfg['token']}"}},
-            cache_tools_list=True, client_session_timeout_seconds=60),
+        "stdio": MCPServerStdio(
+            params={
+                "command": cfg["stdio"][0],
+                "args": cfg["stdio"][1:],
+                "cwd": cfg["cwd"],
+                "env": cfg.get("env"),
+            },
+            cache_tools_list=True,
+            client_session_timeout_seconds=60,
+        ),
+        "http": MCPServerStreamableHttp(
+            params={"url": cfg["url"], "headers": {"Authorization": f"Bearer {cfg['token']}"}},
+            cache_tools_list=True,
+            client_session_timeout_seconds=60,
+        ),
     }
     for transport, server in servers.items():
         async with server:
             tools = await server.list_tools()
             echo = await server.call_tool("echo", {"text": "hi"})
             big = text_of(await server.call_tool("big", {}))
-            ref = big.split('read_output(ref="')[1].split('"')[0] if "read_output(" in big \
-                else None
+            ref = big.split('read_output(ref="')[1].split('"')[0] if "read_output(" in big else None
             page = text_of(await server.call_tool("read_output", {"ref": ref})) if ref else ""
-            out[transport] = {"tools": sorted(t.name for t in tools),
-                              "echo": text_of(echo),
-                              "echo_structured": getattr(echo, "structuredContent", None),
-                              "big_truncated": ref is not None,
-                              "page_ok": bool(page) and "unknown output ref" not in page,
-                              "protocol": getattr(server.session, "_protocol_version", None)
-                              if server.session else None}
+            out[transport] = {
+                "tools": sorted(t.name for t in tools),
+                "echo": text_of(echo),
+                "echo_structured": getattr(echo, "structuredContent", None),
+                "big_truncated": ref is not None,
+                "page_ok": bool(page) and "unknown output ref" not in page,
+                "protocol": getattr(server.session, "_protocol_version", None)
+                if server.session
+                else None,
+            }
     return out
 
 
 async def langchain(cfg: dict[str, Any]) -> dict[str, Any]:
     from langchain_mcp_adapters.client import MultiServerMCPClient
 
-    client = MultiServerMCPClient({
-        "stdio": {"transport": "stdio", "command": cfg["stdio"][0], "args": cfg["stdio"][1:],
-                  "cwd": cfg["cwd"], "env": cfg.get("env")},
-        "http": {"transport": "streamable_http", "url": cfg["url"],
-                 "headers": {"Authorization": f"Bearer {cfg['token']}"}},
-    })
+    client = MultiServerMCPClient(
+        {
+            "stdio": {
+                "transport": "stdio",
+                "command": cfg["stdio"][0],
+                "args": cfg["stdio"][1:],
+                "cwd": cfg["cwd"],
+                "env": cfg.get("env"),
+            },
+            "http": {
+                "transport": "streamable_http",
+                "url": cfg["url"],
+                "headers": {"Authorization": f"Bearer {cfg['token']}"},
+            },
+        }
+    )
     out: dict[str, Any] = {}
     for transport in ("stdio", "http"):
         # The adapters' default: a new session (a new server process over stdio) per call.
@@ -69,15 +90,21 @@ async def langchain(cfg: dict[str, Any]) -> dict[str, Any]:
         echo = await tools["echo"].ainvoke({"text": "hi"})
         big = await tools["big"].ainvoke({})
         big_text = big if isinstance(big, str) else json.dumps(big, default=str)
-        ref = big_text.split('read_output(ref=\\"' if '\\"' in big_text
-                             else 'read_output(ref="')[1].split('\\"' if '\\"' in big_text
-                                                              else '"')[0] \
-            if "read_output(" in big_text else None
+        ref = (
+            big_text.split('read_output(ref=\\"' if '\\"' in big_text else 'read_output(ref="')[
+                1
+            ].split('\\"' if '\\"' in big_text else '"')[0]
+            if "read_output(" in big_text
+            else None
+        )
         page = await tools["read_output"].ainvoke({"ref": ref}) if ref else ""
         page_text = page if isinstance(page, str) else json.dumps(page, default=str)
-        out[transport] = {"tools": sorted(tools), "echo": json.dumps(echo, default=str),
-                          "big_truncated": ref is not None,
-                          "page_ok": bool(page_text) and "unknown output ref" not in page_text}
+        out[transport] = {
+            "tools": sorted(tools),
+            "echo": json.dumps(echo, default=str),
+            "big_truncated": ref is not None,
+            "page_ok": bool(page_text) and "unknown output ref" not in page_text,
+        }
     return out
 
 
@@ -90,12 +117,15 @@ async def main() -> None:
         except Exception as exc:  # noqa: BLE001 - reported, the test fails on it
             import traceback
 
-            result[name] = {"error": f"{type(exc).__name__}: {exc}",
-                            "traceback": traceback.format_exc()[-3000:]}
+            result[name] = {
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc()[-3000:],
+            }
     import importlib.metadata as md
 
-    result["versions"] = {d: md.version(d) for d in
-                          ("mcp", "openai-agents", "langchain-mcp-adapters")}
+    result["versions"] = {
+        d: md.version(d) for d in ("mcp", "openai-agents", "langchain-mcp-adapters")
+    }
     print(json.dumps(result))
 
 

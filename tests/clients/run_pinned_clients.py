@@ -46,10 +46,12 @@ def main() -> int:
         root = write_project(Path(tmp) / "proj")
         argv = [sys.executable, "-m", "harness.cli.main", "serve", "--root", str(root)]
         port, token = free_port(), "pinned-clients-token-0123456789"
-        server = subprocess.Popen([*argv, "--transport", "http", "--port", str(port),
-                                   "--auth-token-env", "PINNED_TOKEN"], cwd=root,
-                                  env={**os.environ, "PINNED_TOKEN": token},
-                                  stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [*argv, "--transport", "http", "--port", str(port), "--auth-token-env", "PINNED_TOKEN"],
+            cwd=root,
+            env={**os.environ, "PINNED_TOKEN": token},
+            stderr=subprocess.DEVNULL,
+        )
         try:
             for _ in range(600):
                 try:
@@ -57,10 +59,19 @@ def main() -> int:
                     break
                 except OSError:
                     time.sleep(0.05)
-            cfg = {"stdio": argv, "cwd": str(root), "url": f"http://127.0.0.1:{port}/mcp",
-                   "token": token, "env": {"PATH": os.environ.get("PATH", "")}}
-            done = subprocess.run([python, str(HERE / "mcp1_clients.py"), json.dumps(cfg)],
-                                  capture_output=True, text=True, timeout=300)
+            cfg = {
+                "stdio": argv,
+                "cwd": str(root),
+                "url": f"http://127.0.0.1:{port}/mcp",
+                "token": token,
+                "env": {"PATH": os.environ.get("PATH", "")},
+            }
+            done = subprocess.run(
+                [python, str(HERE / "mcp1_clients.py"), json.dumps(cfg)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
         finally:
             server.terminate()
             server.wait(timeout=10)
@@ -74,14 +85,18 @@ def main() -> int:
         for transport in ("stdio", "http"):
             r = found[client].get(transport, {})
             echoed = str(r.get("echo", "")).replace('\\"', '"')
-            good = "echo" in r.get("tools", ()) and '{"echo":"hi"}' in echoed \
+            good = (
+                "echo" in r.get("tools", ())
+                and '{"echo":"hi"}' in echoed
                 and r.get("big_truncated")
+            )
             # Expected: langchain's default stdio session is a new server per call, so a
             # ref spilled by one call is gone in the next (memory state backend).
-            paging = r.get("page_ok") or (client, transport) == ("langchain-mcp-adapters",
-                                                                  "stdio")
-            print(f"{client:<24} {transport:<5} list+call {'ok' if good else 'FAILED'}, "
-                  f"read_output {'ok' if r.get('page_ok') else 'not available'}")
+            paging = r.get("page_ok") or (client, transport) == ("langchain-mcp-adapters", "stdio")
+            print(
+                f"{client:<24} {transport:<5} list+call {'ok' if good else 'FAILED'}, "
+                f"read_output {'ok' if r.get('page_ok') else 'not available'}"
+            )
             ok = ok and bool(good) and bool(paging)
     return 0 if ok else 1
 

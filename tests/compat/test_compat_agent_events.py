@@ -19,8 +19,10 @@ PROVIDERS = ["openai", "anthropic"]
 
 def hook(event: str, body: str, priority: int = 100) -> str:
     lines = "\n".join("      " + ln for ln in body.strip().splitlines())
-    return (f"---\nevent: {event}\npriority: {priority}\nscript: |\n"
-            f"  def handle(event, payload):\n{lines}\n---\nh\n")
+    return (
+        f"---\nevent: {event}\npriority: {priority}\nscript: |\n"
+        f"  def handle(event, payload):\n{lines}\n---\nh\n"
+    )
 
 
 ADD = """
@@ -38,20 +40,24 @@ Add two integers.
 
 
 def project(provider: str, hooks: dict[str, str], rounds: int = 4) -> dict[str, str]:
-    files = {"harness.md": f"---\nruntime: {{isolation: inprocess}}\n"
-                           f"limits: {{max_tool_calls_per_turn: {rounds}}}\n"
-                           f"model: {{provider: {provider}, name: fake-model}}\n---\nAgent.\n",
-             ".harness/tools/add.md": ADD}
+    files = {
+        "harness.md": f"---\nruntime: {{isolation: inprocess}}\n"
+        f"limits: {{max_tool_calls_per_turn: {rounds}}}\n"
+        f"model: {{provider: {provider}, name: fake-model}}\n---\nAgent.\n",
+        ".harness/tools/add.md": ADD,
+    }
     files.update({f".harness/hooks/{n}.md": t for n, t in hooks.items()})
     return files
 
 
-def go(h: harness.Harness, replies: list[Reply], provider: str,
-       prompt: str = "What is 2 + 3?") -> tuple[object, FakeModelServer]:
+def go(
+    h: harness.Harness, replies: list[Reply], provider: str, prompt: str = "What is 2 + 3?"
+) -> tuple[object, FakeModelServer]:
     with FakeModelServer(provider, replies) as server:
         try:
-            result: object = run_agent(h, prompt, base_url=server.base_url, environ=ENV,
-                                       session=h.default_session)
+            result: object = run_agent(
+                h, prompt, base_url=server.base_url, environ=ENV, session=h.default_session
+            )
         except Exception as exc:  # noqa: BLE001 - asserted on by the tests
             result = exc
     return result, server
@@ -67,62 +73,99 @@ def user_texts(provider: str, body: dict) -> list[str]:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_turn_and_completion_events_fire_in_order(origin: Make, provider: str) -> None:
-    record = ('metrics.incr(event)\nlog(event)\ncache.set("order", cache.get("order", []) + '
-              '[event])\nreturn None')
-    h = origin(project(provider, {
-        "a_turn_start": hook("turn.start", 'return modify({"message": payload["message"] + '
-                                           '" (be brief)"})'),
-        "b_pre": hook("completion.pre", record),
-        "c_post": hook("completion.post", record),
-        "d_stop": hook("agent.stop", record),
-        "e_end": hook("turn.end", 'cache.set("end", [payload["response"], '
-                      'payload["Response"], len(payload["tool_calls"]), '
-                      'payload["tool_results"][0]["content"], payload["turn"]])\n'
-                      'return modify({"response": payload["response"] + "!"})'),
-    }))
-    result, server = go(h, [Reply(tools=[ToolUse("add", {"a": 2, "b": 3})]),
-                            Reply(text="5")], provider)
+    record = (
+        'metrics.incr(event)\nlog(event)\ncache.set("order", cache.get("order", []) + '
+        "[event])\nreturn None"
+    )
+    h = origin(
+        project(
+            provider,
+            {
+                "a_turn_start": hook(
+                    "turn.start", 'return modify({"message": payload["message"] + " (be brief)"})'
+                ),
+                "b_pre": hook("completion.pre", record),
+                "c_post": hook("completion.post", record),
+                "d_stop": hook("agent.stop", record),
+                "e_end": hook(
+                    "turn.end",
+                    'cache.set("end", [payload["response"], '
+                    'payload["Response"], len(payload["tool_calls"]), '
+                    'payload["tool_results"][0]["content"], payload["turn"]])\n'
+                    'return modify({"response": payload["response"] + "!"})',
+                ),
+            },
+        )
+    )
+    result, server = go(
+        h, [Reply(tools=[ToolUse("add", {"a": 2, "b": 3})]), Reply(text="5")], provider
+    )
     assert not isinstance(result, Exception), result
     assert result.text == "5!"  # type: ignore[attr-defined]
     assert user_texts(provider, server.requests[0].body)[0] == "What is 2 + 3? (be brief)"
     cache = h.default_session.cache
-    assert cache.get("order") == ["completion.pre", "completion.post", "completion.pre",
-                                  "completion.post", "agent.stop"]
+    assert cache.get("order") == [
+        "completion.pre",
+        "completion.post",
+        "completion.pre",
+        "completion.post",
+        "agent.stop",
+    ]
     assert cache.get("end") == ["5", "5", 1, "5", 1]
     assert h.default_session.metrics.snapshot() == {
-        "agent.stop": 1, "completion.post": 2, "completion.pre": 2}
+        "agent.stop": 1,
+        "completion.post": 2,
+        "completion.pre": 2,
+    }
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_agent_stop_block_keeps_the_loop_going_with_the_reason(origin: Make,
-                                                               provider: str) -> None:
-    h = origin(project(provider, {"verify": hook("agent.stop", """
+def test_agent_stop_block_keeps_the_loop_going_with_the_reason(origin: Make, provider: str) -> None:
+    h = origin(
+        project(
+            provider,
+            {
+                "verify": hook(
+                    "agent.stop",
+                    """
 if "VERIFIED" not in payload["response"]:
     return block("Verify your answer, then say VERIFIED.")
 return None
-""")}))
+""",
+                )
+            },
+        )
+    )
     result, server = go(h, [Reply(text="5"), Reply(text="5 VERIFIED")], provider)
     assert not isinstance(result, Exception), result
     assert result.text == "5 VERIFIED" and result.rounds == 1  # type: ignore[attr-defined]
     assert user_texts(provider, server.requests[1].body)[-1] == (
-        "Verify your answer, then say VERIFIED.")
+        "Verify your answer, then say VERIFIED."
+    )
 
 
 def test_agent_stop_block_is_bounded_by_the_round_limit(origin: Make) -> None:
-    h = origin(project("openai", {"never": hook("agent.stop", 'return block("again")')},
-                       rounds=2))
-    result, server = go(h, [Reply(text="a"), Reply(text="b"), Reply(text="c"),
-                            Reply(text="d")], "openai")
+    h = origin(project("openai", {"never": hook("agent.stop", 'return block("again")')}, rounds=2))
+    result, server = go(
+        h, [Reply(text="a"), Reply(text="b"), Reply(text="c"), Reply(text="d")], "openai"
+    )
     assert isinstance(result, RoundLimitError)
     assert "agent.stop hook still refused the answer after 2 rounds" in str(result)
     assert len(server.requests) == 3
 
 
 def test_turn_start_block_fails_the_run_and_fires_error(origin: Make) -> None:
-    h = origin(project("openai", {
-        "gate": hook("turn.start", 'return block("no work today")'),
-        "err": hook("error", 'cache.set("error", [payload["kind"], payload["error"]])\n'
-                    "return None")}))
+    h = origin(
+        project(
+            "openai",
+            {
+                "gate": hook("turn.start", 'return block("no work today")'),
+                "err": hook(
+                    "error", 'cache.set("error", [payload["kind"], payload["error"]])\nreturn None'
+                ),
+            },
+        )
+    )
     result, server = go(h, [Reply(text="x")], "openai")
     assert isinstance(result, HookBlockedError)
     assert str(result) == 'agent loop stopped: turn.start blocked by hook "gate": no work today'
@@ -131,10 +174,19 @@ def test_turn_start_block_fails_the_run_and_fires_error(origin: Make) -> None:
 
 
 def test_completion_pre_may_change_the_request_and_post_may_block(origin: Make) -> None:
-    h = origin(project("openai", {
-        "strip_tools": hook("completion.pre", 'return modify({"tools": []})'),
-        "no_secrets": hook("completion.post", 'if "sk-" in payload["text"]:\n'
-                           '    return block("secret in the answer")\nreturn None')}))
+    h = origin(
+        project(
+            "openai",
+            {
+                "strip_tools": hook("completion.pre", 'return modify({"tools": []})'),
+                "no_secrets": hook(
+                    "completion.post",
+                    'if "sk-" in payload["text"]:\n'
+                    '    return block("secret in the answer")\nreturn None',
+                ),
+            },
+        )
+    )
     result, server = go(h, [Reply(text="the key is sk-123")], "openai")
     assert "tools" not in server.requests[0].body
     assert isinstance(result, HookBlockedError)
@@ -142,10 +194,12 @@ def test_completion_pre_may_change_the_request_and_post_may_block(origin: Make) 
 
 
 def test_ctx_is_a_per_turn_scratchpad_in_the_agent_loop(origin: Make) -> None:
-    h = origin(project("openai", {"see": hook("turn.end", 'cache.set("ctx", ctx.snapshot())\n'
-                                              "return None")}))
-    result, _ = go(h, [Reply(tools=[ToolUse("add", {"a": 2, "b": 3})]), Reply(text="5")],
-                   "openai")
+    h = origin(
+        project(
+            "openai", {"see": hook("turn.end", 'cache.set("ctx", ctx.snapshot())\nreturn None')}
+        )
+    )
+    result, _ = go(h, [Reply(tools=[ToolUse("add", {"a": 2, "b": 3})]), Reply(text="5")], "openai")
     assert not isinstance(result, Exception), result
     assert h.default_session.cache.get("ctx") == {"turn": 1, "last_sum": 5}
     result, _ = go(h, [Reply(text="again")], "openai")

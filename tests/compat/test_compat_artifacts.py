@@ -66,7 +66,9 @@ def test_int_and_bool_load_as_integer_and_boolean_with_a_warning(tmp_path: Path)
 
 
 def test_inline_hooks_keyed_by_handler(origin: Make) -> None:
-    h = origin({"harness.md": """
+    h = origin(
+        {
+            "harness.md": """
         ---
         runtime: {isolation: inprocess}
         hooks:
@@ -86,12 +88,17 @@ def test_inline_hooks_keyed_by_handler(origin: Make) -> None:
                   return args["command"]
         ---
         Agent.
-        """})
+        """
+        }
+    )
     assert h.call("sh", {"command": "rm -rf x"}).blocked_by == "no_rm"
 
 
 def test_a_nameless_bundle_entry_still_reports_its_other_problems(tmp_path: Path) -> None:
-    root = write(tmp_path, {".harness/plugins/p.md": """
+    root = write(
+        tmp_path,
+        {
+            ".harness/plugins/p.md": """
         ---
         hooks:
           - event: tool.prre
@@ -101,13 +108,18 @@ def test_a_nameless_bundle_entry_still_reports_its_other_problems(tmp_path: Path
                   return None
         ---
         p
-        """})
+        """
+        },
+    )
     codes = {p[2] for p in problems(root)}
     assert {"entry-name-missing", "event-unknown", "field-type"} <= codes
 
 
 def test_handler_and_name_disagreeing_is_an_error(tmp_path: Path) -> None:
-    root = write(tmp_path, {".harness/plugins/p.md": """
+    root = write(
+        tmp_path,
+        {
+            ".harness/plugins/p.md": """
         ---
         hooks:
           - name: a
@@ -118,15 +130,31 @@ def test_handler_and_name_disagreeing_is_an_error(tmp_path: Path) -> None:
                   return None
         ---
         p
-        """})
+        """
+        },
+    )
     assert (".harness/plugins/p.md", 4, "entry-name-conflict", "error") in problems(root)
 
 
-@pytest.mark.parametrize("event", ["meta.register_tool", "meta.register_hook", "meta.call_tool",
-                                   "turn.start", "turn.end", "completion.pre",
-                                   "completion.post", "agent.stop", "error"])
+@pytest.mark.parametrize(
+    "event",
+    [
+        "meta.register_tool",
+        "meta.register_hook",
+        "meta.call_tool",
+        "turn.start",
+        "turn.end",
+        "completion.pre",
+        "completion.post",
+        "agent.stop",
+        "error",
+    ],
+)
 def test_ai_harness_event_names_validate(tmp_path: Path, event: str) -> None:
-    root = write(tmp_path, {".harness/hooks/h.md": f"""
+    root = write(
+        tmp_path,
+        {
+            ".harness/hooks/h.md": f"""
         ---
         event: {event}
         script: |
@@ -134,12 +162,17 @@ def test_ai_harness_event_names_validate(tmp_path: Path, event: str) -> None:
               return None
         ---
         h
-        """})
+        """
+        },
+    )
     assert not [p for p in problems(root) if p[3] == "error"]
 
 
 def test_delegation_events_are_unsupported_not_unknown(tmp_path: Path) -> None:
-    root = write(tmp_path, {".harness/hooks/h.md": """
+    root = write(
+        tmp_path,
+        {
+            ".harness/hooks/h.md": """
         ---
         event: delegation.post_verify
         script: |
@@ -147,16 +180,19 @@ def test_delegation_events_are_unsupported_not_unknown(tmp_path: Path) -> None:
               return None
         ---
         h
-        """})
+        """
+        },
+    )
     found = [p for p in harness.check(root) if p.code.startswith("event-")]
     assert [p.code for p in found] == ["event-unsupported"]
     assert "sub-agent" in found[0].message and "never fire" in found[0].message
 
 
 def test_meta_register_tool_hooks_fire_on_tool_registration(origin: Make) -> None:
-    h = origin({"harness.md": "---\nruntime: {isolation: inprocess}\nmeta: {enabled: true}\n"
-                              "---\n",
-                ".harness/hooks/meta_tool_guard.md": """
+    h = origin(
+        {
+            "harness.md": "---\nruntime: {isolation: inprocess}\nmeta: {enabled: true}\n---\n",
+            ".harness/hooks/meta_tool_guard.md": """
         ---
         event: meta.register_tool
         script: |
@@ -166,7 +202,8 @@ def test_meta_register_tool_hooks_fire_on_tool_registration(origin: Make) -> Non
               return allow()
         ---
         Guard meta registrations.
-        """, ".harness/tools/maker.md": """
+        """,
+            ".harness/tools/maker.md": """
         ---
         parameters:
           name: {type: string, required: true}
@@ -175,7 +212,9 @@ def test_meta_register_tool_hooks_fire_on_tool_registration(origin: Make) -> Non
               return meta.tool_register(args["name"], "made", {}, "def run(a):\\n    return 1\\n")
         ---
         Make a tool.
-        """})
+        """,
+        }
+    )
     assert h.call("maker", {"name": "good"}).value == {"name": "good", "registered": True}
     r = h.call("maker", {"name": "evil_one"})
     assert r.is_error and 'blocked by hook "meta_tool_guard": not allowed: evil_one' in r.text
@@ -186,7 +225,10 @@ def test_copilot_provider_does_not_stop_list_schema_or_call(tmp_path: Path) -> N
 
     from harness.cli.main import cli
 
-    root = write(tmp_path, {"harness.md": """
+    root = write(
+        tmp_path,
+        {
+            "harness.md": """
         ---
         runtime: {isolation: inprocess}
         model:
@@ -195,16 +237,23 @@ def test_copilot_provider_does_not_stop_list_schema_or_call(tmp_path: Path) -> N
           max_tokens: -5
         ---
         Agent.
-        """, ".harness/tools/hi.md": "---\nscript: |\n  def run(args):\n      return 'hi'\n---\n"
-                                     "Say hi.\n"})
+        """,
+            ".harness/tools/hi.md": "---\nscript: |\n  def run(args):\n      return 'hi'\n---\n"
+            "Say hi.\n",
+        },
+    )
     found = harness.check(root)
     bad = [p for p in found if p.code == "model-invalid"]
     assert [p.severity for p in bad] == ["warning"]
     assert "max_tokens" in bad[0].message and "harness run refuses" in bad[0].message
     runner = CliRunner()
     for args in (["list"], ["schema"], ["call", "hi"], ["validate"]):
-        res = runner.invoke(cli, [*args, "--root", str(root)] if args[0] != "call"
-                            else ["call", "hi", "--root", str(root)])
+        res = runner.invoke(
+            cli,
+            [*args, "--root", str(root)]
+            if args[0] != "call"
+            else ["call", "hi", "--root", str(root)],
+        )
         assert res.exit_code == 0, (args, res.output)
     res = runner.invoke(cli, ["run", "hello", "--root", str(root)])
     assert res.exit_code == 2 and "model block of harness.md is invalid" in res.output
@@ -214,10 +263,14 @@ def test_copilot_resolves_to_its_base_url_and_github_token() -> None:
     from harness.agent import resolve_settings
     from harness.config import ModelConfig
 
-    s = resolve_settings(ModelConfig(provider="copilot", name="gpt-4o"),
-                         environ={"GITHUB_TOKEN": "ghp-test"})
+    s = resolve_settings(
+        ModelConfig(provider="copilot", name="gpt-4o"), environ={"GITHUB_TOKEN": "ghp-test"}
+    )
     assert (s.base_url, s.api_key_env, s.api_key) == (
-        "https://api.githubcopilot.com", "GITHUB_TOKEN", "ghp-test")
+        "https://api.githubcopilot.com",
+        "GITHUB_TOKEN",
+        "ghp-test",
+    )
 
 
 def test_load_refuses_a_project_with_real_errors_still(tmp_path: Path) -> None:
@@ -227,24 +280,37 @@ def test_load_refuses_a_project_with_real_errors_still(tmp_path: Path) -> None:
 
 
 def test_unsupported_ai_harness_artifacts_are_reported(tmp_path: Path) -> None:
-    root = write(tmp_path, {
-        ".harness/agents/reviewer.md": "---\ndescription: Reviews\n---\nYou review code.\n",
-        ".harness/models/openai-models.md": "---\ntype: model\nmodels: []\n---\n",
-        ".harness/compaction/default.md": "---\ntype: compaction\n---\nKeep it short.\n",
-        ".harness/identity.md": "---\ntype: harness\n---\nYou are Ada.\n",
-        ".harness/context/style.md": "Be terse.\n",
-        ".harness/team.md": "---\ntype: plugin\n---\nContext for the team.\n",
-    })
+    root = write(
+        tmp_path,
+        {
+            ".harness/agents/reviewer.md": "---\ndescription: Reviews\n---\nYou review code.\n",
+            ".harness/models/openai-models.md": "---\ntype: model\nmodels: []\n---\n",
+            ".harness/compaction/default.md": "---\ntype: compaction\n---\nKeep it short.\n",
+            ".harness/identity.md": "---\ntype: harness\n---\nYou are Ada.\n",
+            ".harness/context/style.md": "Be terse.\n",
+            ".harness/team.md": "---\ntype: plugin\n---\nContext for the team.\n",
+        },
+    )
     found = {p.path: p for p in harness.check(root) if p.code == "artifact-unsupported"}
-    assert sorted(found) == [".harness/agents/", ".harness/compaction/", ".harness/context/",
-                             ".harness/identity.md", ".harness/models/", ".harness/team.md"]
-    assert all(p.severity == "warning" and "harness does not read it" in p.message
-               for p in found.values())
+    assert sorted(found) == [
+        ".harness/agents/",
+        ".harness/compaction/",
+        ".harness/context/",
+        ".harness/identity.md",
+        ".harness/models/",
+        ".harness/team.md",
+    ]
+    assert all(
+        p.severity == "warning" and "harness does not read it" in p.message for p in found.values()
+    )
     assert "sub-agent" in found[".harness/agents/"].message
 
 
 def test_fenced_yaml_tools_in_a_body_are_reported(tmp_path: Path) -> None:
-    root = write(tmp_path, {"harness.md": """
+    root = write(
+        tmp_path,
+        {
+            "harness.md": """
         ---
         runtime: {isolation: inprocess}
         ---
@@ -255,13 +321,19 @@ def test_fenced_yaml_tools_in_a_body_are_reported(tmp_path: Path) -> None:
           - name: forgotten
         hooks: []
         ```
-        """, ".harness/plugins/p.md": "---\ntools: []\n---\n```yaml\ntools:\n- name: x\n```\n"})
+        """,
+            ".harness/plugins/p.md": "---\ntools: []\n---\n```yaml\ntools:\n- name: x\n```\n",
+        },
+    )
     found = [(p.path, p.line) for p in harness.check(root) if p.code == "body-yaml-ignored"]
     assert found == [("harness.md", 7), ("harness.md", 9)]  # the bundle has tools: already
 
 
 def test_reading_a_key_the_event_never_carries_is_reported(tmp_path: Path) -> None:
-    root = write(tmp_path, {".harness/hooks/h.md": """
+    root = write(
+        tmp_path,
+        {
+            ".harness/hooks/h.md": """
         ---
         event: tool.post
         script: |
@@ -270,7 +342,8 @@ def test_reading_a_key_the_event_never_carries_is_reported(tmp_path: Path) -> No
               return None
         ---
         h
-        """, ".harness/hooks/ok.md": """
+        """,
+            ".harness/hooks/ok.md": """
         ---
         event: tool.pre
         script: |
@@ -278,9 +351,12 @@ def test_reading_a_key_the_event_never_carries_is_reported(tmp_path: Path) -> No
               return None if payload.get("args") else block("no args")
         ---
         ok
-        """})
-    found = [(p.path, p.line, p.severity) for p in harness.check(root)
-             if p.code == "payload-key-unknown"]
+        """,
+        },
+    )
+    found = [
+        (p.path, p.line, p.severity) for p in harness.check(root) if p.code == "payload-key-unknown"
+    ]
     assert found == [(".harness/hooks/h.md", 5, "warning")]
 
 
@@ -291,16 +367,22 @@ def test_list_and_schema_apply_tools_policy_and_the_call_checks(tmp_path: Path) 
 
     from harness.cli.main import cli
 
-    root = write(tmp_path, {"harness.md": """
+    root = write(
+        tmp_path,
+        {
+            "harness.md": """
         ---
         runtime: {isolation: inprocess}
         tools_policy: {deny: ["secret_*"]}
         ---
         Agent.
-        """, ".harness/tools/secret_dump.md": "---\nscript: |\n  def run(args):\n      return 1\n"
-                                              "---\nDump secrets.\n",
-        ".harness/tools/read_file.md": "---\nscript: |\n  def run(args):\n      return 1\n---\n"
-                                       "# read_file\n\nRead a file from disk.\n"})
+        """,
+            ".harness/tools/secret_dump.md": "---\nscript: |\n  def run(args):\n      return 1\n"
+            "---\nDump secrets.\n",
+            ".harness/tools/read_file.md": "---\nscript: |\n  def run(args):\n      return 1\n---\n"
+            "# read_file\n\nRead a file from disk.\n",
+        },
+    )
     runner = CliRunner()
     listed = runner.invoke(cli, ["list", "--root", str(root)])
     assert listed.exit_code == 0 and "secret_dump" not in listed.output
@@ -311,7 +393,8 @@ def test_list_and_schema_apply_tools_policy_and_the_call_checks(tmp_path: Path) 
     assert one.exit_code == 1
     # a script error harness call refuses (exit 2) now stops list and schema too
     (root / ".harness/tools/broken.md").write_text(
-        "---\nscript: |\n  def run(args):\n      return fs.reed('x')\n---\nBroken.\n")
+        "---\nscript: |\n  def run(args):\n      return fs.reed('x')\n---\nBroken.\n"
+    )
     for args in (["list"], ["schema"], ["call", "read_file"]):
         res = runner.invoke(cli, [*args, "--root", str(root)])
         assert res.exit_code == 2, (args, res.output)
@@ -330,6 +413,9 @@ def test_the_published_bundle_schema_accepts_handler_entries() -> None:
     front["tools"] = []  # `type: int` stays outside the editor schema (a warning here)
     jsonschema.Draft202012Validator(frontmatter_schema("bundle")).validate(front)
     del front["hooks"][0]["handler"]
-    errors = list(jsonschema.Draft202012Validator(
-        json.loads(json.dumps(frontmatter_schema("bundle")))).iter_errors(front))
+    errors = list(
+        jsonschema.Draft202012Validator(
+            json.loads(json.dumps(frontmatter_schema("bundle")))
+        ).iter_errors(front)
+    )
     assert errors  # neither name nor handler

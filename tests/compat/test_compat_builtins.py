@@ -33,12 +33,16 @@ def config(isolation: str, extra: str = "") -> str:
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
-def test_log_is_callable_in_tools_and_hooks(origin: Make, isolation: str,
-                                            caplog: pytest.LogCaptureFixture) -> None:
-    h = origin({"harness.md": config(isolation),
-                ".harness/tools/t.md": tool('log("from the tool")\nlog.info("info too")\n'
-                                            'return "ok"'),
-                ".harness/hooks/h.md": hook("tool.pre", 'log("from the hook")\nreturn None')})
+def test_log_is_callable_in_tools_and_hooks(
+    origin: Make, isolation: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = origin(
+        {
+            "harness.md": config(isolation),
+            ".harness/tools/t.md": tool('log("from the tool")\nlog.info("info too")\nreturn "ok"'),
+            ".harness/hooks/h.md": hook("tool.pre", 'log("from the hook")\nreturn None'),
+        }
+    )
     with caplog.at_level(logging.INFO, logger="harness"):
         r = h.call("t")
     assert (r.is_error, r.value) == (False, "ok")
@@ -53,43 +57,62 @@ def test_log_passes_validate_and_a_module_call_does_not(tmp_path: Path) -> None:
 
 
 def test_a_script_defining_its_own_log_keeps_it(origin: Make) -> None:
-    h = origin({".harness/tools/t.md": tool('return log("x")').replace(
-        "script: |\n", "script: |\n  def log(m):\n      return 'own ' + m\n")})
+    h = origin(
+        {
+            ".harness/tools/t.md": tool('return log("x")').replace(
+                "script: |\n", "script: |\n  def log(m):\n      return 'own ' + m\n"
+            )
+        }
+    )
     assert h.call("t").value == "own x"
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
-def test_metrics_are_per_session_and_shared_by_tools_and_hooks(origin: Make,
-                                                               isolation: str) -> None:
-    h = origin({"harness.md": config(isolation),
-                ".harness/tools/count.md": tool(
-                    'n = metrics.incr("calls")\nmetrics.incr("bytes", 10)\n'
-                    'return {"n": n, "all": metrics.snapshot(), "hooks": metrics.get("pre")}'),
-                ".harness/hooks/pre.md": hook("tool.pre", 'metrics.incr("pre")\nreturn None')})
-    assert h.call("count").value == {"n": 1, "all": {"bytes": 10, "calls": 1, "pre": 1},
-                                     "hooks": 1}
+def test_metrics_are_per_session_and_shared_by_tools_and_hooks(
+    origin: Make, isolation: str
+) -> None:
+    h = origin(
+        {
+            "harness.md": config(isolation),
+            ".harness/tools/count.md": tool(
+                'n = metrics.incr("calls")\nmetrics.incr("bytes", 10)\n'
+                'return {"n": n, "all": metrics.snapshot(), "hooks": metrics.get("pre")}'
+            ),
+            ".harness/hooks/pre.md": hook("tool.pre", 'metrics.incr("pre")\nreturn None'),
+        }
+    )
+    assert h.call("count").value == {"n": 1, "all": {"bytes": 10, "calls": 1, "pre": 1}, "hooks": 1}
     assert h.call("count").value["n"] == 2
     with h.session() as other:
         assert other.call("count").value["n"] == 1  # another session, other counters
 
 
 def test_metrics_set_get_reset(origin: Make) -> None:
-    h = origin({".harness/tools/m.md": tool(
-        'metrics.set("a", 5)\nmetrics.set("b", 1)\nbefore = metrics.get("a")\n'
-        'metrics.reset("a")\nafter_one = metrics.snapshot()\nmetrics.reset()\n'
-        'return [before, after_one, metrics.snapshot(), metrics.get("missing")]')})
+    h = origin(
+        {
+            ".harness/tools/m.md": tool(
+                'metrics.set("a", 5)\nmetrics.set("b", 1)\nbefore = metrics.get("a")\n'
+                'metrics.reset("a")\nafter_one = metrics.snapshot()\nmetrics.reset()\n'
+                'return [before, after_one, metrics.snapshot(), metrics.get("missing")]'
+            )
+        }
+    )
     assert h.call("m").value == [5, {"b": 1}, {}, 0]
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_ctx_is_per_call_outside_the_agent_loop(origin: Make, isolation: str) -> None:
-    h = origin({"harness.md": config(isolation),
-                ".harness/hooks/mark.md": hook(
-                    "tool.pre", 'ctx.set("seen_by", "hook")\nreturn None'),
-                ".harness/tools/t.md": tool(
-                    'before = ctx.get("mine", "none")\nctx.set("mine", 1)\n'
-                    'return [ctx.get("seen_by"), before, ctx.has("mine"), ctx.delete("mine"), '
-                    'ctx.delete("mine"), ctx.snapshot()]')})
+    h = origin(
+        {
+            "harness.md": config(isolation),
+            ".harness/hooks/mark.md": hook("tool.pre", 'ctx.set("seen_by", "hook")\nreturn None'),
+            ".harness/tools/t.md": tool(
+                'before = ctx.get("mine", "none")\nctx.set("mine", 1)\n'
+                'return [ctx.get("seen_by"), before, ctx.has("mine"), ctx.delete("mine"), '
+                'ctx.delete("mine"), ctx.snapshot()]'
+            ),
+        }
+    )
     want = ["hook", "none", True, True, False, {"seen_by": "hook"}]
     assert h.call("t").value == want
     assert h.call("t").value == want  # a fresh pad for the next call
@@ -97,16 +120,24 @@ def test_ctx_is_per_call_outside_the_agent_loop(origin: Make, isolation: str) ->
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_emit_fires_custom_hooks(origin: Make, isolation: str) -> None:
-    h = origin({"harness.md": config(isolation),
-                ".harness/hooks/stamp.md": hook(
-                    "custom.deploy", 'if payload.get("env") == "prod":\n'
-                    '    return block("no prod deploys")\n'
-                    'return modify({"stamped": True})'),
-                ".harness/tools/deploy.md": tool(
-                    'return emit("custom.deploy", {"env": args["env"]})',
-                    "parameters:\n  env: {type: string, required: true}\n"),
-                ".harness/tools/nothing.md": tool('return [emit("custom.none"), '
-                                                  'emit("custom.none", 5)]')})
+    h = origin(
+        {
+            "harness.md": config(isolation),
+            ".harness/hooks/stamp.md": hook(
+                "custom.deploy",
+                'if payload.get("env") == "prod":\n'
+                '    return block("no prod deploys")\n'
+                'return modify({"stamped": True})',
+            ),
+            ".harness/tools/deploy.md": tool(
+                'return emit("custom.deploy", {"env": args["env"]})',
+                "parameters:\n  env: {type: string, required: true}\n",
+            ),
+            ".harness/tools/nothing.md": tool(
+                'return [emit("custom.none"), emit("custom.none", 5)]'
+            ),
+        }
+    )
     assert h.call("deploy", {"env": "dev"}).value == {"env": "dev", "stamped": True}
     r = h.call("deploy", {"env": "prod"})
     assert r.is_error and 'emit: custom.deploy blocked by hook "stamp": no prod deploys' in r.text
@@ -116,23 +147,31 @@ def test_emit_fires_custom_hooks(origin: Make, isolation: str) -> None:
 def test_emit_refuses_other_events_and_is_not_in_hooks(tmp_path: Path, origin: Make) -> None:
     h = origin({".harness/tools/t.md": tool('return emit("tool.pre", {})')})
     assert "emit: event must be a custom.<name> event" in h.call("t").text
-    root = write(tmp_path / "v", {".harness/hooks/h.md": hook("tool.pre",
-                                                              'emit("custom.x")\nreturn None')})
-    assert [p.code for p in harness.check(root) if p.severity == "error"] == [
-        "script-unavailable"]
+    root = write(
+        tmp_path / "v", {".harness/hooks/h.md": hook("tool.pre", 'emit("custom.x")\nreturn None')}
+    )
+    assert [p.code for p in harness.check(root) if p.severity == "error"] == ["script-unavailable"]
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_cache_has_clear_and_return_values(origin: Make, isolation: str) -> None:
-    h = origin({"harness.md": config(isolation), ".harness/tools/c.md": tool(
-        'a = cache.set("k", {"v": 1})\nhad = cache.has("k")\n'
-        'd1 = cache.delete("k")\nd2 = cache.delete("k")\ncache.set("x", 1)\ncache.clear()\n'
-        'return [a, had, d1, d2, cache.has("x")]')})
+    h = origin(
+        {
+            "harness.md": config(isolation),
+            ".harness/tools/c.md": tool(
+                'a = cache.set("k", {"v": 1})\nhad = cache.has("k")\n'
+                'd1 = cache.delete("k")\nd2 = cache.delete("k")\ncache.set("x", 1)\ncache.clear()\n'
+                'return [a, had, d1, d2, cache.has("x")]'
+            ),
+        }
+    )
     assert h.call("c").value == [{"v": 1}, True, True, False, False]
 
 
 def test_pure_helpers(origin: Make) -> None:
-    h = origin({".harness/tools/p.md": tool("""
+    h = origin(
+        {
+            ".harness/tools/p.md": tool("""
 return {
     "find_all": re.find_all("[0-9]+", "a1 b22 c333"),
     "replace": re.replace("(\\\\w+)@(\\\\w+)", "$2 at $1 $$", "me@host"),
@@ -145,7 +184,9 @@ return {
     "url": url.parse("https://u:p@example.com:8443/a/b?q=1&q=2#frag"),
     "enc": url.encode({"b": "x y", "a": [1, True]}),
 }
-""")})
+""")
+        }
+    )
     v = h.call("p").value
     assert v["find_all"] == ["1", "22", "333"]
     assert v["replace"] == "host at me $"
@@ -153,27 +194,46 @@ return {
     assert v["md5"] == "900150983cd24fb0d6963f7d28e17f72"
     assert v["b64"] == ["aGkh", "hi!"] and v["uuid"] == 36
     assert v["math"] == [2, 1, 9, 1, 2]
-    assert v["url"] == {"scheme": "https", "host": "example.com:8443",
-                        "hostname": "example.com", "port": "8443", "path": "/a/b",
-                        "raw_query": "q=1&q=2", "fragment": "frag", "query": {"q": ["1", "2"]},
-                        "string": "https://u:p@example.com:8443/a/b?q=1&q=2#frag",
-                        "username": "u", "password": "p"}
+    assert v["url"] == {
+        "scheme": "https",
+        "host": "example.com:8443",
+        "hostname": "example.com",
+        "port": "8443",
+        "path": "/a/b",
+        "raw_query": "q=1&q=2",
+        "fragment": "frag",
+        "query": {"q": ["1", "2"]},
+        "string": "https://u:p@example.com:8443/a/b?q=1&q=2#frag",
+        "username": "u",
+        "password": "p",
+    }
     assert v["enc"] == "a=1&a=true&b=x+y"
 
 
 def test_pure_helpers_are_available_to_hooks(origin: Make) -> None:
-    h = origin({".harness/tools/t.md": tool('return "ran"'),
-                ".harness/hooks/h.md": hook("tool.pre", 'return block(string.upper(base64.encode'
-                                            '(hash.md5("a"))[:4]) + str(math.max(1, 2)))')})
+    h = origin(
+        {
+            ".harness/tools/t.md": tool('return "ran"'),
+            ".harness/hooks/h.md": hook(
+                "tool.pre",
+                "return block(string.upper(base64.encode"
+                '(hash.md5("a"))[:4]) + str(math.max(1, 2)))',
+            ),
+        }
+    )
     assert h.call("t").error == 'blocked by hook "h": MGNJ2'
 
 
 def test_assert_and_sleep(origin: Make) -> None:
-    h = origin({".harness/tools/a.md": tool('assert(args.get("ok", False), "ok must be set")\n'
-                                            'sleep(5)\nreturn "fine"',
-                                            "parameters:\n  ok: {type: boolean}\n"),
-                ".harness/tools/slow.md": tool("sleep(5000)\nreturn 1",
-                                               "timeout_ms: 300\n")})
+    h = origin(
+        {
+            ".harness/tools/a.md": tool(
+                'assert(args.get("ok", False), "ok must be set")\nsleep(5)\nreturn "fine"',
+                "parameters:\n  ok: {type: boolean}\n",
+            ),
+            ".harness/tools/slow.md": tool("sleep(5000)\nreturn 1", "timeout_ms: 300\n"),
+        }
+    )
     assert h.call("a", {"ok": True}).value == "fine"
     assert "assert: ok must be set" in h.call("a").text
     r = h.call("slow")
@@ -181,7 +241,9 @@ def test_assert_and_sleep(origin: Make) -> None:
 
 
 def test_line_level_fs_functions(origin: Make, tmp_path: Path) -> None:
-    h = origin({".harness/tools/e.md": tool("""
+    h = origin(
+        {
+            ".harness/tools/e.md": tool("""
 fs.write("a.txt", "one\\ntwo\\nthree\\ntwo\\n")
 out = [fs.line_count("a.txt"), fs.read_lines("a.txt", 2, 3)]
 out.append(fs.replace("a.txt", "one", "ONE"))
@@ -196,12 +258,19 @@ out.append(fs.move("b.txt", "c.txt"))
 out.append([fs.exists("b.txt"), fs.read("c.txt") == fs.read("a.txt")])
 out.append(fs.diff("a\\nb\\n", "a\\nc\\n", "x", "y"))
 return out
-""")}, sub="fsl")
+""")
+        },
+        sub="fsl",
+    )
     v = h.call("e").value
     assert v[:2] == [4, "2. two\n3. three\n"]
-    assert v[2:7] == ["replaced in: a.txt", "replaced 2 occurrences in: a.txt",
-                      "inserted at line 1 in: a.txt", "replaced lines 2-2 in: a.txt",
-                      "deleted lines 4-4 in: a.txt"]
+    assert v[2:7] == [
+        "replaced in: a.txt",
+        "replaced 2 occurrences in: a.txt",
+        "inserted at line 1 in: a.txt",
+        "replaced lines 2-2 in: a.txt",
+        "deleted lines 4-4 in: a.txt",
+    ]
     assert v[7] == "zero\nuno\n2\n2\n"
     assert v[8] == [{"line_num": 3, "text": "2"}, {"line_num": 4, "text": "2"}]
     assert v[9:11] == ["copied: b.txt", "moved: c.txt"] and v[11] == [False, True]
@@ -209,11 +278,16 @@ return out
 
 
 def test_fs_replace_needs_exactly_one_match_and_stays_in_the_jail(origin: Make) -> None:
-    h = origin({".harness/tools/r.md": tool(
-        'fs.write("a.txt", "x x")\nreturn fs.replace("a.txt", args["old"], "y")',
-        "parameters:\n  old: {type: string, required: true}\n"),
-        ".harness/tools/out.md": tool('return fs.copy("a.txt", "../escaped.txt")'),
-        ".harness/tools/mv.md": tool('return fs.move("a.txt", "/etc/passwd")')})
+    h = origin(
+        {
+            ".harness/tools/r.md": tool(
+                'fs.write("a.txt", "x x")\nreturn fs.replace("a.txt", args["old"], "y")',
+                "parameters:\n  old: {type: string, required: true}\n",
+            ),
+            ".harness/tools/out.md": tool('return fs.copy("a.txt", "../escaped.txt")'),
+            ".harness/tools/mv.md": tool('return fs.move("a.txt", "/etc/passwd")'),
+        }
+    )
     assert "found 2 times" in h.call("r", {"old": "x"}).text
     assert "not found" in h.call("r", {"old": "z"}).text
     for name in ("out", "mv"):
@@ -240,9 +314,15 @@ fs.read_lines("a")
 fs.diff("a", "b")
 return x
 """
-    root = write(tmp_path, {".harness/tools/all.md": tool(body),
-                            ".harness/tools/typo.md": tool('return [string.trm(" a"), '
-                                                           'metrics.inc("n"), fs.read_line("a")]')})
+    root = write(
+        tmp_path,
+        {
+            ".harness/tools/all.md": tool(body),
+            ".harness/tools/typo.md": tool(
+                'return [string.trm(" a"), metrics.inc("n"), fs.read_line("a")]'
+            ),
+        },
+    )
     found = [(p.path, p.code, p.message) for p in harness.check(root) if p.severity == "error"]
     want = (".harness/tools/typo.md", "script-unknown-function")
     assert [(p, c) for p, c, _ in found] == [want] * 3

@@ -6,8 +6,13 @@ import textwrap
 from pathlib import Path
 
 
-def write_project(root: Path, *, tools: dict[str, str] | None = None,
-                  hooks: dict[str, str] | None = None, config: str = "") -> Path:
+def write_project(
+    root: Path,
+    *,
+    tools: dict[str, str] | None = None,
+    hooks: dict[str, str] | None = None,
+    config: str = "",
+) -> Path:
     """Write real artifact files; ``config`` is harness.md frontmatter (YAML)."""
     (root / ".harness" / "tools").mkdir(parents=True, exist_ok=True)
     (root / ".harness" / "hooks").mkdir(parents=True, exist_ok=True)

@@ -23,9 +23,18 @@ def test_fast_result_constructor_matches_the_dataclass() -> None:
 
     from harness.results import ToolResult, make_result
 
-    fields = dict(call_id="c", name="t", is_error=False, value={"a": 1}, text='{"a":1}',
-                  error=None, duration_ms=1.5, truncated=False, blocked_by=None,
-                  output_ref=None)
+    fields = dict(
+        call_id="c",
+        name="t",
+        is_error=False,
+        value={"a": 1},
+        text='{"a":1}',
+        error=None,
+        duration_ms=1.5,
+        truncated=False,
+        blocked_by=None,
+        output_ref=None,
+    )
     fast = make_result(*fields.values())
     assert fast == ToolResult(**fields)
     with pytest.raises(FrozenInstanceError):

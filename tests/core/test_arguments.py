@@ -60,7 +60,7 @@ def test_defaults_are_filled_before_the_hooks_and_the_script(make_harness: MakeH
 
 
 def test_a_default_is_never_shared_between_calls(make_harness: MakeHarness) -> None:
-    no_script = TAGGED[:TAGGED.index("script: |")] + "---\nA tool bound to Python.\n"
+    no_script = TAGGED[: TAGGED.index("script: |")] + "---\nA tool bound to Python.\n"
     h = make_harness(tools={"tagged": no_script})
 
     def grab(args: dict[str, object]) -> object:
@@ -80,14 +80,15 @@ def test_unknown_names_run_and_say_what_was_meant(make_harness: MakeHarness) -> 
     r = h.call("tagged", {"name": "x", "limt": 3})
     assert not r.is_error, r
     assert r.value["limit"] == 200  # the misspelt value had no effect
-    note = ('unknown argument "limt" (did you mean "limit"?) for tool "tagged"; its '
-            'parameters are "labels", "limit", "name", "options", "tag"')
+    note = (
+        'unknown argument "limt" (did you mean "limit"?) for tool "tagged"; its '
+        'parameters are "labels", "limit", "name", "options", "tag"'
+    )
     assert r.notes == (note,)
     assert r.text.endswith(f"\n[note: {note}]")
 
 
-def test_an_unknown_name_is_named_when_a_required_one_is_missing(
-        make_harness: MakeHarness) -> None:
+def test_an_unknown_name_is_named_when_a_required_one_is_missing(make_harness: MakeHarness) -> None:
     h = make_harness(tools={"tagged": TAGGED})
     r = h.call("tagged", {"nmae": "x"})
     assert r.is_error
@@ -98,18 +99,24 @@ def test_an_unknown_name_is_named_when_a_required_one_is_missing(
 
 @pytest.mark.parametrize("where", ["project", "tool"])
 def test_strict_refuses_unknown_names(tmp_path: Path, where: str) -> None:
-    tool = TAGGED.replace("parameters:", "arguments: strict\nparameters:", 1) \
-        if where == "tool" else TAGGED
-    write_project(tmp_path, tools={"tagged": tool},
-                  config="arguments: strict\n" if where == "project" else "")
+    tool = (
+        TAGGED.replace("parameters:", "arguments: strict\nparameters:", 1)
+        if where == "tool"
+        else TAGGED
+    )
+    write_project(
+        tmp_path, tools={"tagged": tool}, config="arguments: strict\n" if where == "project" else ""
+    )
     with harness.load(tmp_path) as h:
         assert h.project.ok, h.project.problems
         r = h.call("tagged", {"name": "x", "limt": 3})
         assert r.is_error and r.value is None
-        assert r.error == ('invalid arguments for tool "tagged": unknown argument "limt" (did '
-                           'you mean "limit"?) for tool "tagged"; its parameters are "labels", '
-                           '"limit", "name", "options", "tag" (`arguments: strict` refuses '
-                           "undeclared names)")
+        assert r.error == (
+            'invalid arguments for tool "tagged": unknown argument "limt" (did '
+            'you mean "limit"?) for tool "tagged"; its parameters are "labels", '
+            '"limit", "name", "options", "tag" (`arguments: strict` refuses '
+            "undeclared names)"
+        )
         assert not h.call("tagged", {"name": "x"}).is_error
 
 
@@ -127,8 +134,10 @@ def test_a_bad_arguments_setting_is_a_validate_problem(tmp_path: Path) -> None:
     project = check_project(tmp_path)
     messages = [p.message for p in project.problems if p.severity == "error"]
     assert 'config arguments must be one of note, strict; got "lax"' in messages
-    assert 'tool "tagged" arguments must be one of note, strict; got "strikt" (did you mean ' \
+    assert (
+        'tool "tagged" arguments must be one of note, strict; got "strikt" (did you mean '
         '"strict"?)' in messages
+    )
 
 
 def test_a_python_tool_with_kwargs_has_no_unknown_names(make_harness: MakeHarness) -> None:
@@ -150,15 +159,19 @@ def test_a_python_tool_with_kwargs_has_no_unknown_names(make_harness: MakeHarnes
     assert r.value == 1 and r.notes and '"b"' in r.notes[0]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ({"name": None}, '$.name: null is not of type "string"'),
-    ({"name": "x", "limit": "5"}, '$.limit: "5" is not of type "integer"'),
-    ({"name": "x", "limit": True}, '$.limit: true is not of type "integer"'),
-    ({"name": "x", "labels": [1]}, '$.labels[0]: 1 is not of type "string"'),
-    ({"name": "x", "options": {"depth": 1.5}}, '$.options.depth: 1.5 is not of type "integer"'),
-])
-def test_validation_messages_use_json_wording(make_harness: MakeHarness, args: dict[str, object],
-                                              message: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"name": None}, '$.name: null is not of type "string"'),
+        ({"name": "x", "limit": "5"}, '$.limit: "5" is not of type "integer"'),
+        ({"name": "x", "limit": True}, '$.limit: true is not of type "integer"'),
+        ({"name": "x", "labels": [1]}, '$.labels[0]: 1 is not of type "string"'),
+        ({"name": "x", "options": {"depth": 1.5}}, '$.options.depth: 1.5 is not of type "integer"'),
+    ],
+)
+def test_validation_messages_use_json_wording(
+    make_harness: MakeHarness, args: dict[str, object], message: str
+) -> None:
     h = make_harness(tools={"tagged": TAGGED})
     r = h.call("tagged", args)
     assert r.is_error
@@ -180,6 +193,8 @@ def test_json_wording_of_other_keywords(make_harness: MakeHarness) -> None:
     """
     h = make_harness(tools={"checked": tool})
     err = h.call("checked", {"mode": "quick", "n": 0, "word": "ABCDEF"}).error
-    assert err == ('invalid arguments for tool "checked": $.mode: "quick" is not one of '
-                   '["fast", "slow"]; $.n: 0 is less than the minimum of 1; '
-                   '$.word: "ABCDEF" does not match "^[a-z]+$"; $.word: "ABCDEF" is too long')
+    assert err == (
+        'invalid arguments for tool "checked": $.mode: "quick" is not one of '
+        '["fast", "slow"]; $.n: 0 is less than the minimum of 1; '
+        '$.word: "ABCDEF" does not match "^[a-z]+$"; $.word: "ABCDEF" is too long'
+    )

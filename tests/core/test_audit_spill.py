@@ -48,10 +48,14 @@ def records(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_every_pipeline_event_reaches_the_audit_file(make_harness: MakeHarness,
-                                                     tmp_path: Path) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={"guard": GUARD},
-                     config="audit: {path: .harness/state/audit.jsonl}\n")
+def test_every_pipeline_event_reaches_the_audit_file(
+    make_harness: MakeHarness, tmp_path: Path
+) -> None:
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={"guard": GUARD},
+        config="audit: {path: .harness/state/audit.jsonl}\n",
+    )
     with h.session("s1") as s:
         s.call("echo", {"path": "a"}, id="c1")
         s.call("echo", {"path": "blocked"}, id="c2")
@@ -59,8 +63,12 @@ def test_every_pipeline_event_reaches_the_audit_file(make_harness: MakeHarness,
     events = [(r["event"], r.get("call_id")) for r in log]
     assert events[0] == ("session.start", None)
     assert [e for e in events if e[1] == "c1"] == [
-        ("tool.resolve", "c1"), ("tool.validate", "c1"), ("hook.decision", "c1"),
-        ("tool.execute", "c1"), ("tool.result", "c1")]
+        ("tool.resolve", "c1"),
+        ("tool.validate", "c1"),
+        ("hook.decision", "c1"),
+        ("tool.execute", "c1"),
+        ("tool.result", "c1"),
+    ]
     decision = next(r for r in log if r["event"] == "hook.decision" and r["call_id"] == "c2")
     assert decision["decision"] == "block" and decision["hook"] == "guard"
     assert decision["reason"] == "not this one"
@@ -79,8 +87,9 @@ def test_secrets_never_reach_the_audit_file(make_harness: MakeHarness, tmp_path:
 
 
 def test_audit_values_are_capped(make_harness: MakeHarness, tmp_path: Path) -> None:
-    h = make_harness(tools={"big": BIG},
-                     config="audit: {path: audit.jsonl}\nlimits: {max_output_bytes: 1000}\n")
+    h = make_harness(
+        tools={"big": BIG}, config="audit: {path: audit.jsonl}\nlimits: {max_output_bytes: 1000}\n"
+    )
     h.call("big", {"size": 100_000})
     h.close()
     for line in (tmp_path / "audit.jsonl").read_text().splitlines():
@@ -126,9 +135,12 @@ def test_spills_are_per_session(make_harness: MakeHarness) -> None:
         assert ref and b.call("read_output", {"ref": ref}).is_error
 
 
-def test_json_passwords_and_cut_keys_never_reach_the_audit_file(make_harness: MakeHarness,
-                                                                tmp_path: Path) -> None:
-    h = make_harness(tools={"echo": """
+def test_json_passwords_and_cut_keys_never_reach_the_audit_file(
+    make_harness: MakeHarness, tmp_path: Path
+) -> None:
+    h = make_harness(
+        tools={
+            "echo": """
         ---
         parameters:
           user: {type: string}
@@ -139,9 +151,18 @@ def test_json_passwords_and_cut_keys_never_reach_the_audit_file(make_harness: Ma
               return args
         ---
         Echo.
-    """}, config="audit: {path: audit.jsonl}\n")
-    h.call("echo", {"user": "bob", "password": "hunter7",
-                    "content": '{"password": "hunter8"} -----BEGIN RSA PRIVATE KEY-----\nMIIEow'})
+    """
+        },
+        config="audit: {path: audit.jsonl}\n",
+    )
+    h.call(
+        "echo",
+        {
+            "user": "bob",
+            "password": "hunter7",
+            "content": '{"password": "hunter8"} -----BEGIN RSA PRIVATE KEY-----\nMIIEow',
+        },
+    )
     h.close()
     text = (tmp_path / "audit.jsonl").read_text()
     for secret in ("hunter7", "hunter8", "MIIEow"):
@@ -158,4 +179,7 @@ def test_redaction_patterns() -> None:
     assert redact_text("PASSWORD: s3cret!") == "PASSWORD=[REDACTED]"
     assert redact_text("-----BEGIN EC PRIVATE KEY-----\nabc") == "[REDACTED]"
     assert redact({"api_key": "k", "n": [{"token": "t"}], "ok": "fine"}) == {
-        "api_key": "[REDACTED]", "n": [{"token": "[REDACTED]"}], "ok": "fine"}
+        "api_key": "[REDACTED]",
+        "n": [{"token": "[REDACTED]"}],
+        "ok": "fine",
+    }

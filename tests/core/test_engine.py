@@ -18,14 +18,17 @@ def rt() -> InProcessRuntime:
 
 def ctx(**kw: object) -> CallContext:
     logs: list[tuple[str, str, dict[str, object]]] = []
-    c = CallContext(config=Config(), cache=MemoryCache(), log=lambda *a: logs.append(a),
-                    tool="t", **kw)  # type: ignore[arg-type]
+    c = CallContext(
+        config=Config(), cache=MemoryCache(), log=lambda *a: logs.append(a), tool="t", **kw
+    )  # type: ignore[arg-type]
     c.extras["logs"] = logs
     return c
 
 
 def test_values_round_trip(rt: InProcessRuntime) -> None:
-    src = 'def run(args):\n    return {"a": args["a"], "t": (1, 2), "f": 1.5, "n": None, "b": True}\n'
+    src = (
+        'def run(args):\n    return {"a": args["a"], "t": (1, 2), "f": 1.5, "n": None, "b": True}\n'
+    )
     out = rt.run_tool(src, "tools/x.md", 5, {"a": [1, {"b": "c"}]}, ctx(), 1000)
     assert out.status == "ok"
     assert out.value == {"a": [1, {"b": "c"}], "t": [1, 2], "f": 1.5, "n": None, "b": True}
@@ -38,8 +41,9 @@ def test_fail_names_the_file_line(rt: InProcessRuntime) -> None:
 
 
 def test_builtin_error_message_reaches_the_script_author(rt: InProcessRuntime) -> None:
-    out = rt.run_tool('def run(args):\n    return re.search("(a)\\\\1", "aa")\n', "t.md", 1, {},
-                      ctx(), 0)
+    out = rt.run_tool(
+        'def run(args):\n    return re.search("(a)\\\\1", "aa")\n', "t.md", 1, {}, ctx(), 0
+    )
     assert out.status == "error"
     assert "invalid regular expression" in (out.error or "")
     assert "RE2" in (out.error or "")
@@ -78,8 +82,9 @@ def test_missing_entry_point(rt: InProcessRuntime) -> None:
 
 
 def test_load_is_disabled(rt: InProcessRuntime) -> None:
-    out = rt.run_tool('load("x.star", "y")\ndef run(args):\n    return 1\n', "t.md", 1, {},
-                      ctx(), 0)
+    out = rt.run_tool(
+        'load("x.star", "y")\ndef run(args):\n    return 1\n', "t.md", 1, {}, ctx(), 0
+    )
     assert out.status == "error"
     assert "load" in (out.error or "")
 
@@ -91,7 +96,9 @@ def test_globals_are_frozen_between_calls(rt: InProcessRuntime) -> None:
     assert "frozen" in (out.error or "").lower() or "immutable" in (out.error or "").lower()
 
 
-def test_print_goes_to_the_log_not_stdout(rt: InProcessRuntime, capfd: pytest.CaptureFixture[str]) -> None:
+def test_print_goes_to_the_log_not_stdout(
+    rt: InProcessRuntime, capfd: pytest.CaptureFixture[str]
+) -> None:
     c = ctx()
     out = rt.run_tool('def run(args):\n    print("hello", 1)\n    return 0\n', "t.md", 1, {}, c, 0)
     assert out.status == "ok"
@@ -111,16 +118,24 @@ def test_hook_decisions(rt: InProcessRuntime) -> None:
     run = rt.run_hook
     out = run("def handle(e, p):\n    return allow()\n", "h.md", 1, "tool.pre", {}, c, 0)
     assert out.status == "ok" and out.value is None  # allow() is the None decision
-    assert run('def handle(e, p):\n    return block("no")\n', "h.md", 1, "tool.pre", {}, c,
-               0).value == {"action": "block", "reason": "no"}
+    assert run(
+        'def handle(e, p):\n    return block("no")\n', "h.md", 1, "tool.pre", {}, c, 0
+    ).value == {"action": "block", "reason": "no"}
     out = run("def handle(e, p):\n    return modify(3)\n", "h.md", 1, "tool.pre", {}, c, 0)
     assert out.status == "error"
     assert out.error == "modify() takes a dict payload, got int (at h.md:2)"
 
 
 def test_when_expression(rt: InProcessRuntime) -> None:
-    out = rt.eval_when('payload["name"] == "x" and event == "tool.pre"', "h.md", 3, "tool.pre",
-                       {"name": "x"}, ctx(), 0)
+    out = rt.eval_when(
+        'payload["name"] == "x" and event == "tool.pre"',
+        "h.md",
+        3,
+        "tool.pre",
+        {"name": "x"},
+        ctx(),
+        0,
+    )
     assert out.value is True
 
 
@@ -131,13 +146,18 @@ def test_when_sees_only_pure_builtins(rt: InProcessRuntime) -> None:
 
 
 def test_hooks_cannot_exec(rt: InProcessRuntime) -> None:
-    out = rt.run_hook('def handle(e, p):\n    return exec.run("true")\n', "h.md", 1, "tool.pre",
-                      {}, ctx(), 0)
+    out = rt.run_hook(
+        'def handle(e, p):\n    return exec.run("true")\n', "h.md", 1, "tool.pre", {}, ctx(), 0
+    )
     assert out.status == "error"
 
 
 def test_every_declared_builtin_is_implemented() -> None:
     functions = Engine().functions
-    missing = [f"{m}.{n}" for m, names in surface.TOOL_MODULES.items() for n in names
-               if f"{m}.{n}" not in functions]
+    missing = [
+        f"{m}.{n}"
+        for m, names in surface.TOOL_MODULES.items()
+        for n in names
+        if f"{m}.{n}" not in functions
+    ]
     assert missing == []

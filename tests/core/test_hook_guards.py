@@ -33,8 +33,9 @@ Echo the arguments back, with how often the counting hooks ran.
 """
 
 
-def hook(body: str, *, priority: int = 100, when: str | None = None,
-         on_error: str | None = None) -> str:
+def hook(
+    body: str, *, priority: int = 100, when: str | None = None, on_error: str | None = None
+) -> str:
     lines = ["---", "event: tool.pre", f"priority: {priority}"]
     if when is not None:
         lines.append(f"when: '{when}'")
@@ -46,21 +47,30 @@ def hook(body: str, *, priority: int = 100, when: str | None = None,
     return "\n".join(lines)
 
 
-GUARD = hook("""
+GUARD = hook(
+    """
     cache.set("guard_runs", cache.get("guard_runs", 0) + 1)
     if "forbidden" in payload["arguments"].get("path", ""):
         return block("forbidden paths are off limits")
     return allow()
-""", priority=10)
-NORMALISE = hook("""
+""",
+    priority=10,
+)
+NORMALISE = hook(
+    """
     a = dict(payload["arguments"])
     a["path"] = a.get("path", "").replace("@", "")
     return modify({"arguments": a})
-""", priority=50)
-LATE = hook("""
+""",
+    priority=50,
+)
+LATE = hook(
+    """
     cache.set("late_runs", cache.get("late_runs", 0) + 1)
     return allow()
-""", priority=900)
+""",
+    priority=900,
+)
 
 
 @pytest.fixture(params=["inprocess", "process"])
@@ -71,7 +81,8 @@ def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Make]:
         (tmp_path / ".harness" / "tools").mkdir(parents=True, exist_ok=True)
         (tmp_path / ".harness" / "hooks").mkdir(parents=True, exist_ok=True)
         (tmp_path / "harness.md").write_text(
-            f"---\nruntime: {{isolation: {request.param}}}\n---\nA test agent.\n")
+            f"---\nruntime: {{isolation: {request.param}}}\n---\nA test agent.\n"
+        )
         (tmp_path / ".harness" / "tools" / "echo.md").write_text(textwrap.dedent(ECHO).lstrip())
         for name, text in hooks.items():
             (tmp_path / ".harness" / "hooks" / f"{name}.md").write_text(text)
@@ -105,11 +116,14 @@ def test_the_guard_runs_again_only_when_a_later_hook_changed_the_arguments(proje
 
 
 def test_one_non_idempotent_modify_runs_once(project: Make) -> None:
-    bump = hook("""
+    bump = hook(
+        """
         a = dict(payload["arguments"])
         a["n"] = a.get("n", 0) + 1
         return modify({"arguments": a})
-    """, priority=50)
+    """,
+        priority=50,
+    )
     h = project({"guard": GUARD, "bump": bump})
     assert h.call("echo", {"n": 1}).value["args"]["n"] == 2
 
@@ -140,11 +154,15 @@ def test_modifications_that_never_settle_end_with_a_clear_error(project: Make, k
 
 # -- item 4: a capping hook whose ``when`` the old fast path answered wrongly ----------
 
-CAP = hook("""
+CAP = hook(
+    """
     a = dict(payload["arguments"])
     a["timeout_ms"] = 60000
     return modify({"arguments": a})
-""", when='payload["arguments"].get("timeout_ms", 0) > 60000', on_error="allow")
+""",
+    when='payload["arguments"].get("timeout_ms", 0) > 60000',
+    on_error="allow",
+)
 
 
 @pytest.mark.parametrize("value", [600000.0, 600000, 60000.5])

@@ -15,8 +15,15 @@ from harness.runtime.context import CallContext, Outcome
 MakeHarness = Callable[..., harness.Harness]
 
 
-def hook(event: str, body: str, *, priority: int | None = None, when: str | None = None,
-         on_error: str | None = None, timeout_ms: int | None = None) -> str:
+def hook(
+    event: str,
+    body: str,
+    *,
+    priority: int | None = None,
+    when: str | None = None,
+    on_error: str | None = None,
+    timeout_ms: int | None = None,
+) -> str:
     lines = ["---", f"event: {event}"]
     if priority is not None:
         lines.append(f"priority: {priority}")
@@ -34,19 +41,31 @@ def hook(event: str, body: str, *, priority: int | None = None, when: str | None
 
 
 def test_priority_zero_runs_first_and_sees_earlier_modifications(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "b_second": hook("tool.pre", 'a = dict(payload["arguments"])\n'
-                         'if "-second" not in a["path"]:\n    a["path"] = a["path"] + "-second"\n'
-                         'return modify({"arguments": a})'),
-        "a_default": hook("tool.pre", 'a = dict(payload["arguments"])\n'
-                          'if "-third" not in a["path"]:\n    a["path"] = a["path"] + "-third"\n'
-                          'return modify({"arguments": a})',
-                          priority=100),
-        "z_first": hook("tool.pre", 'a = dict(payload["arguments"])\n'
-                        'if "-first" not in a["path"]:\n    a["path"] = a["path"] + "-first"\n'
-                        'return modify({"arguments": a})',
-                        priority=0),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "b_second": hook(
+                "tool.pre",
+                'a = dict(payload["arguments"])\n'
+                'if "-second" not in a["path"]:\n    a["path"] = a["path"] + "-second"\n'
+                'return modify({"arguments": a})',
+            ),
+            "a_default": hook(
+                "tool.pre",
+                'a = dict(payload["arguments"])\n'
+                'if "-third" not in a["path"]:\n    a["path"] = a["path"] + "-third"\n'
+                'return modify({"arguments": a})',
+                priority=100,
+            ),
+            "z_first": hook(
+                "tool.pre",
+                'a = dict(payload["arguments"])\n'
+                'if "-first" not in a["path"]:\n    a["path"] = a["path"] + "-first"\n'
+                'return modify({"arguments": a})',
+                priority=0,
+            ),
+        },
+    )
     # priority 0 first; ties (100) in name order: a_default before b_second. (Each
     # modify is idempotent: after a change the hooks before it run again, see
     # test_hook_guards.py.)
@@ -54,11 +73,17 @@ def test_priority_zero_runs_first_and_sees_earlier_modifications(make_harness: M
 
 
 def test_block_stops_the_tool_and_post_hooks(make_harness: MakeHarness, tmp_path: Any) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "guard": hook("tool.pre", 'return block("paths under /secret are off limits")',
-                      when='payload["arguments"]["path"].startswith("/secret")'),
-        "post": hook("tool.post", 'return modify({"result": "post ran"})'),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "guard": hook(
+                "tool.pre",
+                'return block("paths under /secret are off limits")',
+                when='payload["arguments"]["path"].startswith("/secret")',
+            ),
+            "post": hook("tool.post", 'return modify({"result": "post ran"})'),
+        },
+    )
     r = h.call("echo", {"path": "/secret/x"})
     assert r.is_error and r.blocked_by == "guard"
     assert r.error == 'blocked by hook "guard": paths under /secret are off limits'
@@ -66,66 +91,97 @@ def test_block_stops_the_tool_and_post_hooks(make_harness: MakeHarness, tmp_path
 
 
 def test_modified_arguments_are_validated_again(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "breaker": hook("tool.pre", 'return modify({"arguments": {"path": 42}})'),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "breaker": hook("tool.pre", 'return modify({"arguments": {"path": 42}})'),
+        },
+    )
     r = h.call("echo", {"path": "x"})
     assert r.is_error and r.blocked_by == "breaker"
-    assert r.error == ('hook "breaker" failed: modified arguments are invalid for tool "echo": '
-                       '$.path: 42 is not of type "string"')
+    assert r.error == (
+        'hook "breaker" failed: modified arguments are invalid for tool "echo": '
+        '$.path: 42 is not of type "string"'
+    )
 
 
 def test_pre_hooks_may_not_change_the_name(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "renamer": hook("tool.pre", 'return modify({"name": "other"})'),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "renamer": hook("tool.pre", 'return modify({"name": "other"})'),
+        },
+    )
     r = h.call("echo", {"path": "x"})
     assert r.is_error
-    assert r.error == ('hook "renamer" failed: modify() may not change "name" in tool.pre '
-                       "(may change: args, arguments)")
+    assert r.error == (
+        'hook "renamer" failed: modify() may not change "name" in tool.pre '
+        "(may change: args, arguments)"
+    )
 
 
 def test_post_hook_redacts_the_result(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"leak": """
+    h = make_harness(
+        tools={
+            "leak": """
         ---
         script: |
           def run(args):
               return {"out": "key=AKIAABCDEFGHIJKLMNOP ok"}
         ---
         leaks
-    """}, hooks={"redact": hook("tool.post",
-                                'r = payload["result"]\n'
-                                'return modify({"result": {"out": re.sub("AKIA[0-9A-Z]{16}", '
-                                '"[REDACTED]", r["out"])}})')})
+    """
+        },
+        hooks={
+            "redact": hook(
+                "tool.post",
+                'r = payload["result"]\n'
+                'return modify({"result": {"out": re.sub("AKIA[0-9A-Z]{16}", '
+                '"[REDACTED]", r["out"])}})',
+            )
+        },
+    )
     r = h.call("leak", {})
     assert r.value == {"out": "key=[REDACTED] ok"}
     assert "AKIA" not in r.text
 
 
 def test_post_hook_block_withholds_the_result(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "withhold": hook("tool.post", 'return block("contains customer data")'),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "withhold": hook("tool.post", 'return block("contains customer data")'),
+        },
+    )
     r = h.call("echo", {"path": "x"})
     assert r.is_error and r.value is None
     assert r.error == 'result withheld by hook "withhold": contains customer data'
 
 
 def test_post_hook_sees_errors(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "explain": hook("tool.post", 'if payload["is_error"]:\n'
-                        '    return modify({"error": "friendlier: " + payload["error"]})\n'
-                        "return None"),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "explain": hook(
+                "tool.post",
+                'if payload["is_error"]:\n'
+                '    return modify({"error": "friendlier: " + payload["error"]})\n'
+                "return None",
+            ),
+        },
+    )
     r = h.call("echo", {"path": "x", "n": "bad"})
     assert r.is_error  # validation failures never reach post hooks
     assert not r.error.startswith("friendlier")  # type: ignore[union-attr]
 
 
 def test_failing_hooks_fail_closed(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "broken": hook("tool.pre", 'return payload["missing"]'),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "broken": hook("tool.pre", 'return payload["missing"]'),
+        },
+    )
     r = h.call("echo", {"path": "x"})
     assert r.is_error and r.blocked_by == "broken"
     assert r.error.startswith('hook "broken" failed: ')  # type: ignore[union-attr]
@@ -133,9 +189,12 @@ def test_failing_hooks_fail_closed(make_harness: MakeHarness) -> None:
 
 
 def test_on_error_allow_lets_the_call_through(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "flaky": hook("tool.pre", 'return payload["missing"]', on_error="allow"),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "flaky": hook("tool.pre", 'return payload["missing"]', on_error="allow"),
+        },
+    )
     assert not h.call("echo", {"path": "x"}).is_error
 
 
@@ -146,25 +205,34 @@ def test_garbage_decision_is_a_failure(make_harness: MakeHarness) -> None:
 
 
 def test_when_that_raises_is_a_failure(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "w": hook("tool.pre", "return None", when='payload["nope"] == 1'),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "w": hook("tool.pre", "return None", when='payload["nope"] == 1'),
+        },
+    )
     r = h.call("echo", {"path": "x"})
     assert r.is_error and r.error.startswith('hook "w" failed: when: ')  # type: ignore[union-attr]
 
 
 def test_hook_timeout(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "slow": hook("tool.pre", "for i in range(1000000000):\n    pass", timeout_ms=200),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "slow": hook("tool.pre", "for i in range(1000000000):\n    pass", timeout_ms=200),
+        },
+    )
     r = h.call("echo", {"path": "x"})
     assert r.error == 'hook "slow" failed: timed out after 200 ms'
 
 
 def test_dict_decisions_work(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={
-        "d": hook("tool.pre", 'return {"action": "block", "reason": "dict form"}'),
-    })
+    h = make_harness(
+        tools={"echo": ECHO},
+        hooks={
+            "d": hook("tool.pre", 'return {"action": "block", "reason": "dict form"}'),
+        },
+    )
     assert h.call("echo", {"path": "x"}).error == 'blocked by hook "d": dict form'
 
 
@@ -176,8 +244,16 @@ class FakeRuntime:
         self.decisions = decisions
         self.calls: list[str] = []
 
-    def run_hook(self, script: str, filename: str, line: int, event: str,
-                 payload: Mapping[str, Any], ctx: CallContext, timeout_ms: int) -> Outcome:
+    def run_hook(
+        self,
+        script: str,
+        filename: str,
+        line: int,
+        event: str,
+        payload: Mapping[str, Any],
+        ctx: CallContext,
+        timeout_ms: int,
+    ) -> Outcome:
         self.calls.append(script)
         return Outcome(status="ok", value=self.decisions.get(script))
 
@@ -186,22 +262,37 @@ class FakeRuntime:
 
 
 def spec(name: str, priority: int) -> HookSpec:
-    return HookSpec(name=name, event="tool.pre", script=name, priority=priority,
-                    source=Source(path=f"{name}.md"))
+    return HookSpec(
+        name=name,
+        event="tool.pre",
+        script=name,
+        priority=priority,
+        source=Source(path=f"{name}.md"),
+    )
 
 
 def test_chain_order_is_fixed_at_load_and_stops_at_first_block() -> None:
     chain = HookChain([spec("c", 5), spec("a", 100), spec("b", 0), spec("d", 100)])
     rt = FakeRuntime({"a": {"action": "block", "reason": "stop"}})
-    out = chain.run("tool.pre", {"arguments": {}}, rt,  # type: ignore[arg-type]
-                    lambda h: CallContext(config=harness.Config()))
+    out = chain.run(
+        "tool.pre",
+        {"arguments": {}},
+        rt,  # type: ignore[arg-type]
+        lambda h: CallContext(config=harness.Config()),
+    )
     assert rt.calls == ["b", "c", "a"]
     assert out.blocked_by == "a" and out.reason == "stop"
 
 
 def test_session_events_run_their_hooks(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"get": "---\nscript: |\n  def run(args):\n      return cache.get('started')\n---\nget\n"},
-                     hooks={"start": hook("session.start", 'cache.set("started", payload["session"])\nreturn None')})
+    h = make_harness(
+        tools={
+            "get": "---\nscript: |\n  def run(args):\n      return cache.get('started')\n---\nget\n"
+        },
+        hooks={
+            "start": hook("session.start", 'cache.set("started", payload["session"])\nreturn None')
+        },
+    )
     with h.session("abc") as s:
         assert s.call("get", {}).value == "abc"
 
@@ -213,8 +304,7 @@ def test_custom_events_can_be_fired(make_harness: MakeHarness) -> None:
         assert out.blocked_by == "deploy_gate" and out.reason == "frozen"
 
 
-def test_fire_returns_an_outcome_when_no_hook_handles_the_event(
-        make_harness: MakeHarness) -> None:
+def test_fire_returns_an_outcome_when_no_hook_handles_the_event(make_harness: MakeHarness) -> None:
     # issue 14, item 4: never None, so callers can read blocked_by unconditionally.
     h = make_harness(hooks={"deploy_gate": hook("custom.deploy", 'return block("frozen")')})
     with h.session("s9") as s:

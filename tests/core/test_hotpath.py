@@ -26,8 +26,10 @@ def test_make_context_sets_every_field_like_the_constructor() -> None:
     slow = CallContext(config=config, session_id="s", call_id="c", tool="t", log=log)
     assert type(fast) is CallContext and _slots(fast) == _slots(slow)
     # default_factory fields are fresh per object
-    assert fast.extras == {} and fast.extras is not make_context(
-        config, "s", "c", "t", None, None, None).extras
+    assert (
+        fast.extras == {}
+        and fast.extras is not make_context(config, "s", "c", "t", None, None, None).extras
+    )
 
 
 def test_results_and_calls() -> None:

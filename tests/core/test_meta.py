@@ -35,8 +35,11 @@ Gate.
 
 
 def test_registered_tool_lives_for_the_session(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"register": REGISTRAR}, hooks={"gate": GATE},
-                     config="meta: {enabled: true, max_tools: 2}\n")
+    h = make_harness(
+        tools={"register": REGISTRAR},
+        hooks={"gate": GATE},
+        config="meta: {enabled: true, max_tools: 2}\n",
+    )
     with h.session() as s:
         r = s.call("register", {"name": "double", "script": GOOD})
         assert r.value == {"name": "double", "registered": True}, r
@@ -47,8 +50,9 @@ def test_registered_tool_lives_for_the_session(make_harness: MakeHarness) -> Non
 
 
 def test_hook_blocks_a_registration(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"register": REGISTRAR}, hooks={"gate": GATE},
-                     config="meta: {enabled: true}\n")
+    h = make_harness(
+        tools={"register": REGISTRAR}, hooks={"gate": GATE}, config="meta: {enabled: true}\n"
+    )
     with h.session() as s:
         r = s.call("register", {"name": "evil_tool", "script": GOOD})
         assert r.is_error
@@ -56,7 +60,9 @@ def test_hook_blocks_a_registration(make_harness: MakeHarness) -> None:
         assert s.call("evil_tool", {"x": 1}).is_error
 
 
-def test_invalid_registration_is_refused_with_the_validate_message(make_harness: MakeHarness) -> None:
+def test_invalid_registration_is_refused_with_the_validate_message(
+    make_harness: MakeHarness,
+) -> None:
     h = make_harness(tools={"register": REGISTRAR}, config="meta: {enabled: true}\n")
     with h.session() as s:
         r = s.call("register", {"name": "broken", "script": "def run(args):\n    return nope\n"})
@@ -84,8 +90,11 @@ def test_disabled_by_default(make_harness: MakeHarness) -> None:
 def test_registration_works_from_a_worker_process(tmp_path: object) -> None:
     from core_samples import write_project
 
-    root = write_project(tmp_path, tools={"register": REGISTRAR},  # type: ignore[arg-type]
-                         config="meta: {enabled: true}\n")
+    root = write_project(
+        tmp_path,
+        tools={"register": REGISTRAR},  # type: ignore[arg-type]
+        config="meta: {enabled: true}\n",
+    )
     text = (root / "harness.md").read_text().replace("isolation: inprocess", "isolation: process")
     (root / "harness.md").write_text(text)
     with harness.load(root) as h, h.session() as s:

@@ -25,8 +25,10 @@ def test_validation_lists_every_problem_with_json_paths(make_harness: MakeHarnes
     r = h.call("echo", {"n": "3"})
     assert r.is_error
     # JSON wording (issue 14): "3" and null, not Python's '3' and None.
-    assert r.error == ('invalid arguments for tool "echo": $.n: "3" is not of type "integer"; '
-                       '$.path: "path" is a required property')
+    assert r.error == (
+        'invalid arguments for tool "echo": $.n: "3" is not of type "integer"; '
+        '$.path: "path" is a required property'
+    )
 
 
 def test_strings_are_never_coerced_and_extra_keys_pass(make_harness: MakeHarness) -> None:
@@ -58,8 +60,9 @@ def test_policy_deny_wins(make_harness: MakeHarness) -> None:
 
 
 def test_error_convention_and_fail(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={
-        "conv": """
+    h = make_harness(
+        tools={
+            "conv": """
             ---
             script: |
               def run(args):
@@ -67,7 +70,7 @@ def test_error_convention_and_fail(make_harness: MakeHarness) -> None:
             ---
             x
         """,
-        "failing": """
+            "failing": """
             ---
             script: |
               def run(args):
@@ -75,7 +78,7 @@ def test_error_convention_and_fail(make_harness: MakeHarness) -> None:
             ---
             x
         """,
-        "notconv": """
+            "notconv": """
             ---
             script: |
               def run(args):
@@ -83,7 +86,8 @@ def test_error_convention_and_fail(make_harness: MakeHarness) -> None:
             ---
             x
         """,
-    })
+        }
+    )
     r = h.call("conv", {})
     assert r.is_error and r.error == "disk full"
     r = h.call("failing", {})
@@ -92,7 +96,9 @@ def test_error_convention_and_fail(make_harness: MakeHarness) -> None:
 
 
 def test_timeout_result(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"spin": """
+    h = make_harness(
+        tools={
+            "spin": """
         ---
         timeout_ms: 300
         script: |
@@ -101,21 +107,29 @@ def test_timeout_result(make_harness: MakeHarness) -> None:
                   pass
         ---
         spins
-    """, "echo": ECHO})
+    """,
+            "echo": ECHO,
+        }
+    )
     r = h.call("spin", {})
     assert r.is_error and r.error == 'tool "spin" timed out after 300 ms'
     assert not h.call("echo", {"path": "a"}).is_error
 
 
 def test_output_truncation_at_the_exact_byte_count(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"big": """
+    h = make_harness(
+        tools={
+            "big": """
         ---
         script: |
           def run(args):
               return "é" * 500
         ---
         big
-    """}, config="limits: {max_output_bytes: 200}\n")
+    """
+        },
+        config="limits: {max_output_bytes: 200}\n",
+    )
     r = h.call("big", {})
     assert r.truncated and not r.is_error
     assert r.text.endswith("[output truncated at 200 bytes]")
@@ -125,15 +139,19 @@ def test_output_truncation_at_the_exact_byte_count(make_harness: MakeHarness) ->
     shown = len(head.encode())
     assert r.output_ref and f'read_output(ref="{r.output_ref}", offset={shown})' in r.text
     page = h.call("read_output", {"ref": r.output_ref, "offset": shown, "limit": 21})
-    assert page.value == ("é" * 10 + f"\n[read_output {r.output_ref}: bytes {shown}-{shown + 20}"
-                          f' of 1000; next page: read_output(ref="{r.output_ref}", '
-                          f"offset={shown + 20})]")
+    assert page.value == (
+        "é" * 10 + f"\n[read_output {r.output_ref}: bytes {shown}-{shown + 20}"
+        f' of 1000; next page: read_output(ref="{r.output_ref}", '
+        f"offset={shown + 20})]"
+    )
     odd = h.call("read_output", {"ref": r.output_ref, "offset": shown + 1, "limit": 4})
     assert odd.value.startswith("éé\n")  # a page never starts or ends inside a character
 
 
 def test_returns_schema_is_enforced(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"typed": """
+    h = make_harness(
+        tools={
+            "typed": """
         ---
         returns: {type: object, properties: {n: {type: integer}}, required: [n]}
         script: |
@@ -141,20 +159,26 @@ def test_returns_schema_is_enforced(make_harness: MakeHarness) -> None:
               return {"n": "one"}
         ---
         typed
-    """})
+    """
+        }
+    )
     r = h.call("typed", {})
     assert r.is_error
     assert 'does not match its returns schema: $.n: "one" is not of type "integer"' in r.error  # type: ignore[operator]
 
 
 def test_scriptless_tool_needs_a_handler(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"ext": """
+    h = make_harness(
+        tools={
+            "ext": """
         ---
         parameters:
           q: {type: string, required: true}
         ---
         Bound in Python.
-    """})
+    """
+        }
+    )
     assert h.call("ext", {"q": "x"}).error == 'tool "ext" has no script and no bound handler'
     h.bind("ext", lambda args: {"echo": args["q"]})
     assert h.call("ext", {"q": "x"}).value == {"echo": "x"}
@@ -170,8 +194,11 @@ def test_python_function_tool(make_harness: MakeHarness) -> None:
         return a + b
 
     spec = h.tools["add"]
-    assert spec.input_schema == {"type": "object", "properties": {
-        "a": {"type": "integer"}, "b": {"type": "integer", "default": 0}}, "required": ["a"]}
+    assert spec.input_schema == {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "default": 0}},
+        "required": ["a"],
+    }
     assert spec.description == "Add two integers."
     assert h.call("add", {"a": 2, "b": 3}).value == 5
     assert h.call("add", {"a": "2"}).is_error
@@ -186,10 +213,15 @@ def test_call_many_keeps_call_order(make_harness: MakeHarness) -> None:
 
 
 def test_sessions_have_separate_caches(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={
-        "put": "---\nscript: |\n  def run(args):\n      cache.set('k', 1)\n---\nput\n",
-        "get": "---\nscript: |\n  def run(args):\n      return cache.get('k', 'missing')\n---\nget\n",
-    })
+    h = make_harness(
+        tools={
+            "put": "---\nscript: |\n  def run(args):\n      cache.set('k', 1)\n---\nput\n",
+            "get": (
+                "---\nscript: |\n  def run(args):\n"
+                "      return cache.get('k', 'missing')\n---\nget\n"
+            ),
+        }
+    )
     with h.session() as s1, h.session() as s2:
         s1.call("put", {})
         assert s1.call("get", {}).value == 1
@@ -281,15 +313,19 @@ def test_schema_that_cannot_compile_is_a_result_not_a_crash(make_harness: MakeHa
     from dataclasses import replace
 
     spec = h._tools["f"]
-    h._tools["f"] = replace(spec, input_schema={"type": "object", "properties": {
-        "x": {"type": "string", "pattern": "("}}})
+    h._tools["f"] = replace(
+        spec,
+        input_schema={"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}},
+    )
     h._registry = None
     r = h.call("f", {"x": "a"})
     assert r.is_error and "cannot be compiled" in (r.error or "")
 
 
 def test_ecma_only_pattern_failures_are_explained(make_harness: MakeHarness) -> None:
-    h = make_harness(tools={"letters": r"""
+    h = make_harness(
+        tools={
+            "letters": r"""
         ---
         parameters:
           word: {type: string, required: true, pattern: "^\\p{L}+$"}
@@ -298,7 +334,9 @@ def test_ecma_only_pattern_failures_are_explained(make_harness: MakeHarness) -> 
               return args["word"]
         ---
         Letters only.
-    """})
+    """
+        }
+    )
     assert h.call("letters", {"word": "héllo"}).value == "héllo"
     r = h.call("letters", {"word": "123"})
     assert r.is_error and r.error.startswith('invalid arguments for tool "letters": $.word: ')  # type: ignore[union-attr]

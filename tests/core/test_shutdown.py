@@ -29,12 +29,14 @@ def process_project(tmp_path: Path, **kw: object) -> Path:
 
 
 def test_close_does_not_wait_for_call_many_in_flight(tmp_path: Path) -> None:
-    root = process_project(tmp_path, tools={"sleeper": SLEEPER},
-                           config="exec: {sandbox: off}\n")
+    root = process_project(tmp_path, tools={"sleeper": SLEEPER}, config="exec: {sandbox: off}\n")
     h = harness.load(root)
     results: list[harness.ToolResult] = []
-    t = threading.Thread(target=lambda: results.extend(h.call_many(
-        [ToolCall(id=str(i), name="sleeper") for i in range(2)])))
+    t = threading.Thread(
+        target=lambda: results.extend(
+            h.call_many([ToolCall(id=str(i), name="sleeper") for i in range(2)])
+        )
+    )
     t.start()
     time.sleep(1.5)  # both calls are sleeping inside their workers
     start = time.monotonic()
@@ -47,14 +49,20 @@ def test_close_does_not_wait_for_call_many_in_flight(tmp_path: Path) -> None:
 
 
 def test_registration_hooks_run_under_the_memory_limit(tmp_path: Path) -> None:
-    root = process_project(tmp_path, tools={"register": """
+    root = process_project(
+        tmp_path,
+        tools={
+            "register": """
         ---
         script: |
           def run(args):
               return meta.tool_register("double", "d", {}, "def run(args):\\n    return 2\\n")
         ---
         Registers.
-    """}, hooks={"bomb": """
+    """
+        },
+        hooks={
+            "bomb": """
         ---
         event: meta.tool_register
         script: |
@@ -63,7 +71,10 @@ def test_registration_hooks_run_under_the_memory_limit(tmp_path: Path) -> None:
               return allow()
         ---
         A memory bomb.
-    """}, config="meta: {enabled: true}\n")
+    """
+        },
+        config="meta: {enabled: true}\n",
+    )
     with harness.load(root) as h, h.session() as s:
         r = s.call("register", {})
         assert r.is_error

@@ -59,60 +59,90 @@ EXPRESSIONS = [
 ]
 
 # Characters where Python and Starlark disagree on whitespace and case.
-WS = "\t\n\x0b\x0c\r \x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u200a\u200b\u2028\u2029\u202f" \
-     "\u205f\u3000\ufeff"
+WS = (
+    "\t\n\x0b\x0c\r \x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u200a\u200b\u2028\u2029\u202f"
+    "\u205f\u3000\ufeff"
+)
 TEXT = st.text(alphabet=st.sampled_from(list(WS) + list("abAB/.-é İßΣς𐀀")), max_size=6)
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-3, 3), st.integers(),
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.integers(),
     st.floats(allow_nan=False, allow_infinity=False),
     st.sampled_from([0.0, -0.0, 1.0, 2.0, 600000.0, 9007199254740992.0]),
-    TEXT, st.sampled_from(["", "git status", "/secret/x", "README.MD", "rm -rf /", "echo"]))
+    TEXT,
+    st.sampled_from(["", "git status", "/secret/x", "README.MD", "rm -rf /", "echo"]),
+)
 KEYS = ["path", "n", "cmd", "flag", "list", "timeout_ms"]
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(KEYS), inner, max_size=3)),
-    max_leaves=6)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(KEYS), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 ARGUMENTS = st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=4)
-PAYLOADS = st.builds(lambda name, args: {"id": "c1", "name": name, "arguments": args,
-                                         "session": "s"},
-                     st.sampled_from(["echo", "a", "x"]), ARGUMENTS)
+PAYLOADS = st.builds(
+    lambda name, args: {"id": "c1", "name": name, "arguments": args, "session": "s"},
+    st.sampled_from(["echo", "a", "x"]),
+    ARGUMENTS,
+)
 
 # Expressions of the supported shapes, built from parts (parenthesised, so the two
 # languages cannot read them differently).
 LIT_TEXT = st.text(alphabet=st.sampled_from(list(" \t\xa0\u2028abAé İß/")), max_size=4)
 LITERALS = st.recursive(
-    st.one_of(st.integers(-1, 3).map(str), st.just("9007199254740993"),
-              LIT_TEXT.map(lambda s: f'"{s}"'), st.sampled_from(["True", "False", "None"])),
+    st.one_of(
+        st.integers(-1, 3).map(str),
+        st.just("9007199254740993"),
+        LIT_TEXT.map(lambda s: f'"{s}"'),
+        st.sampled_from(["True", "False", "None"]),
+    ),
     lambda inner: st.one_of(
         st.lists(inner, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
-        st.lists(inner, min_size=1, max_size=3).map(lambda xs: "(" + ", ".join(xs) + ",)")),
-    max_leaves=4)
+        st.lists(inner, min_size=1, max_size=3).map(lambda xs: "(" + ", ".join(xs) + ",)"),
+    ),
+    max_leaves=4,
+)
 ATOMS = st.one_of(
-    st.just('payload["name"]'), st.just("event"), st.just('payload["arguments"]'),
+    st.just('payload["name"]'),
+    st.just("event"),
+    st.just('payload["arguments"]'),
     st.sampled_from(KEYS).map(lambda k: f'payload["arguments"]["{k}"]'),
     st.sampled_from(KEYS).map(lambda k: f'payload["arguments"].get("{k}")'),
     st.tuples(st.sampled_from(KEYS), LITERALS).map(
-        lambda kd: f'payload["arguments"].get("{kd[0]}", {kd[1]})'),
-    LITERALS)
+        lambda kd: f'payload["arguments"].get("{kd[0]}", {kd[1]})'
+    ),
+    LITERALS,
+)
 OPS = ["==", "!=", "<", "<=", ">", ">=", "in", "not in"]
-EXPRS = st.recursive(ATOMS, lambda e: st.one_of(
-    st.tuples(e, st.sampled_from(OPS), e).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})"),
-    e.map(lambda x: f"not ({x})"),
-    st.tuples(e, st.sampled_from(["and", "or"]), e).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})"),
-    st.tuples(e, e, e).map(lambda t: f"({t[0]}) if ({t[1]}) else ({t[2]})"),
-    e.map(lambda x: f"len({x})"),
-    st.tuples(e, st.sampled_from(["lower", "upper", "strip"])).map(
-        lambda t: f"({t[0]}).{t[1]}()"),
-    st.tuples(e, st.sampled_from(["startswith", "endswith"]), e).map(
-        lambda t: f"({t[0]}).{t[1]}({t[2]})"),
-    st.tuples(e, e).map(lambda t: f"({t[0]})[{t[1]}]"),
-    st.tuples(e, e).map(lambda t: f"({t[0]}).get({t[1]})"),
-), max_leaves=5)
+EXPRS = st.recursive(
+    ATOMS,
+    lambda e: st.one_of(
+        st.tuples(e, st.sampled_from(OPS), e).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})"),
+        e.map(lambda x: f"not ({x})"),
+        st.tuples(e, st.sampled_from(["and", "or"]), e).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})"),
+        st.tuples(e, e, e).map(lambda t: f"({t[0]}) if ({t[1]}) else ({t[2]})"),
+        e.map(lambda x: f"len({x})"),
+        st.tuples(e, st.sampled_from(["lower", "upper", "strip"])).map(
+            lambda t: f"({t[0]}).{t[1]}()"
+        ),
+        st.tuples(e, st.sampled_from(["startswith", "endswith"]), e).map(
+            lambda t: f"({t[0]}).{t[1]}({t[2]})"
+        ),
+        st.tuples(e, e).map(lambda t: f"({t[0]})[{t[1]}]"),
+        st.tuples(e, e).map(lambda t: f"({t[0]}).get({t[1]})"),
+    ),
+    max_leaves=5,
+)
 
 
 def starlark_eval(expr: str, payload: dict[str, Any]) -> tuple[str, Any]:
     ctx = CallContext(config=Config())
-    out = ENGINE.call("when", when_source(expr), "h.md", 1, "harness_when",
-                      ("tool.pre", payload), ctx, 0)
+    out = ENGINE.call(
+        "when", when_source(expr), "h.md", 1, "harness_when", ("tool.pre", payload), ctx, 0
+    )
     return ("ok", out.value) if out.status == "ok" else ("error", out.error)
 
 
@@ -157,18 +187,21 @@ def test_expressions_take_the_fast_path(expr: str) -> None:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expr=st.sampled_from(EXPRESSIONS), payload=PAYLOADS)
-def test_fast_path_agrees_with_starlark_on_mixed_payloads(expr: str,
-                                                          payload: dict[str, Any]) -> None:
+def test_fast_path_agrees_with_starlark_on_mixed_payloads(
+    expr: str, payload: dict[str, Any]
+) -> None:
     assert_agrees(expr, payload)
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expr=EXPRS, payload=PAYLOADS)
-@example(expr='(payload["arguments"]["timeout_ms"]) > (60000)',
-         payload={"id": "c1", "name": "x", "arguments": {"timeout_ms": 600000.0},
-                  "session": "s"})
+@example(
+    expr='(payload["arguments"]["timeout_ms"]) > (60000)',
+    payload={"id": "c1", "name": "x", "arguments": {"timeout_ms": 600000.0}, "session": "s"},
+)
 def test_fast_path_agrees_with_starlark_on_generated_expressions(
-        expr: str, payload: dict[str, Any]) -> None:
+    expr: str, payload: dict[str, Any]
+) -> None:
     assert_agrees(expr, payload)
 
 
@@ -202,8 +235,9 @@ def test_review_disagreements_are_gone(expr: str, args: dict[str, Any]) -> None:
     assert_agrees(expr, payload)
     # And through a runtime: the answer is Starlark's, whichever path took it.
     runtime = InProcessRuntime()
-    out = runtime.eval_when(expr, "h.md", 1, "tool.pre", payload, CallContext(config=Config()),
-                            1000)
+    out = runtime.eval_when(
+        expr, "h.md", 1, "tool.pre", payload, CallContext(config=Config()), 1000
+    )
     slow = starlark_eval(expr, payload)
     assert (out.status == "ok") is (slow[0] == "ok"), (expr, out, slow)
     if slow[0] == "ok":
@@ -212,12 +246,19 @@ def test_review_disagreements_are_gone(expr: str, args: dict[str, Any]) -> None:
 
 def test_common_shapes_stay_on_the_fast_path() -> None:
     # Falling back is always correct; it must stay rare for JSON strings and ints.
-    payload = {"id": "c1", "name": "run_command", "session": "s",
-               "arguments": {"command": "git status", "timeout_ms": 5000}}
-    for expr in ('payload["name"] == "run_command"', 'payload["name"] in ("a", "b")',
-                 'payload["arguments"].get("timeout_ms", 0) > 60000',
-                 '"rm" in payload["arguments"]["command"]',
-                 'payload["arguments"]["command"].strip().startswith("git")'):
+    payload = {
+        "id": "c1",
+        "name": "run_command",
+        "session": "s",
+        "arguments": {"command": "git status", "timeout_ms": 5000},
+    }
+    for expr in (
+        'payload["name"] == "run_command"',
+        'payload["name"] in ("a", "b")',
+        'payload["arguments"].get("timeout_ms", 0) > 60000',
+        '"rm" in payload["arguments"]["command"]',
+        'payload["arguments"]["command"].strip().startswith("git")',
+    ):
         assert fast_eval(expr, payload) != FALLBACK, expr
 
 
@@ -229,9 +270,20 @@ def test_strip_removes_exactly_what_starlark_strips() -> None:
     assert sorted(found[1]) == sorted(WHITE_SPACE)
 
 
-@pytest.mark.parametrize("expr", ['fs.read("x") == ""', "payload['a'] + 1 == 2", "1 < 2 < 3",
-                                  'json.encode(payload) == ""', "[x for x in payload]",
-                                  '"a\\tb" == payload["x"]', "0x10 == 16", "1.5 > 1",
-                                  'payload["a"][-1]', 'r"x" == "x"'])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        'fs.read("x") == ""',
+        "payload['a'] + 1 == 2",
+        "1 < 2 < 3",
+        'json.encode(payload) == ""',
+        "[x for x in payload]",
+        '"a\\tb" == payload["x"]',
+        "0x10 == 16",
+        "1.5 > 1",
+        'payload["a"][-1]',
+        'r"x" == "x"',
+    ],
+)
 def test_anything_else_falls_back_to_starlark(expr: str) -> None:
     assert compile_when(expr) is None

@@ -12,9 +12,14 @@ from click.testing import CliRunner
 
 from harness.cli.main import cli
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "T",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "T",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def init_workspace(path: Path) -> Path:
@@ -25,8 +30,9 @@ def init_workspace(path: Path) -> Path:
 
 def git(ws: Path, *args: str) -> str:
     env = {**os.environ, **GIT_ENV}
-    return subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=ws, env=env, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def call(ws: Path, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -11,8 +11,7 @@ from harness.cli.main import cli
 from harness.starter import files
 
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = ["edit_file", "git", "list_files", "read_file", "run_command", "search_files",
-         "write_file"]
+TOOLS = ["edit_file", "git", "list_files", "read_file", "run_command", "search_files", "write_file"]
 HOOKS = ["command_guard", "secret_redactor"]
 
 
@@ -23,8 +22,9 @@ def test_init_into_empty_dir_then_validate_has_no_problems(tmp_path: Path) -> No
     assert sorted(p.stem for p in (target / ".harness" / "tools").iterdir()) == TOOLS
     assert sorted(p.stem for p in (target / ".harness" / "hooks").iterdir()) == HOOKS
     assert (target / "harness.md").read_text() == files()["harness.md"]
-    checked = CliRunner().invoke(cli, ["validate", "--root", str(target), "--format", "json",
-                                       "--strict"])
+    checked = CliRunner().invoke(
+        cli, ["validate", "--root", str(target), "--format", "json", "--strict"]
+    )
     assert checked.exit_code == 0, checked.output
     report = json.loads(checked.stdout)
     assert report["ok"] is True and report["problems"] == []
@@ -73,15 +73,19 @@ def test_repository_dogfoods_the_starter_pack() -> None:
     """This repository's own .harness/ is the starter pack, byte for byte."""
     pack = files()
     for folder in ("tools", "hooks"):
-        shipped = {rel.rsplit("/", 1)[1]: text for rel, text in pack.items()
-                   if rel.startswith(f".harness/{folder}/")}
+        shipped = {
+            rel.rsplit("/", 1)[1]: text
+            for rel, text in pack.items()
+            if rel.startswith(f".harness/{folder}/")
+        }
         own = {p.name: p.read_text("utf-8") for p in (REPO / ".harness" / folder).glob("*.md")}
         assert own == shipped, f".harness/{folder} differs from harness/starter/{folder}"
 
 
 def test_repository_itself_validates_cleanly() -> None:
-    checked = CliRunner().invoke(cli, ["validate", "--root", str(REPO), "--format", "json",
-                                       "--strict"])
+    checked = CliRunner().invoke(
+        cli, ["validate", "--root", str(REPO), "--format", "json", "--strict"]
+    )
     assert checked.exit_code == 0, checked.output
     assert json.loads(checked.stdout)["problems"] == []
 

@@ -51,7 +51,8 @@ def test_run_command_timeout_and_truncation(ws: Path) -> None:
 def test_run_command_argument_errors(ws: Path) -> None:
     assert err(ws, "run_command", {}).startswith("give command (a shell string")
     assert err(ws, "run_command", {"command": "ls", "argv": ["ls"]}) == (
-        "give either command (a shell string) or argv (a list), not both")
+        "give either command (a shell string) or argv (a list), not both"
+    )
     assert "$.argv" in err(ws, "run_command", {"argv": []})
     assert "$.timeout_ms" in err(ws, "run_command", {"command": "ls", "timeout_ms": 0})
     assert "$.command" in err(ws, "run_command", {"command": ["ls"]})
@@ -63,8 +64,9 @@ def test_run_command_protected_paths_stay_intact(ws: Path) -> None:
     ok(ws, "run_command", {"command": "echo pwned > harness.md"})
     sandboxed = (ws / "harness.md").read_text() == before
     if not sandboxed:
-        pytest.skip("no bubblewrap sandbox on this machine: protected paths are not enforced "
-                    "for commands")
+        pytest.skip(
+            "no bubblewrap sandbox on this machine: protected paths are not enforced for commands"
+        )
     assert (ws / "harness.md").read_text() == before
 
 
@@ -93,20 +95,34 @@ def test_git_refuses_other_subcommands(repo: Path, sub: str) -> None:
     assert f'"{sub}" is not one of ["status", "diff", "log", "show", "blame"]' in text
 
 
-@pytest.mark.parametrize("args", [
-    ["--output=/tmp/x"], ["--output", "x"], ["--ext-diff"], ["--textconv"], ["-c"],
-    ["--exec=sh"], ["--config-env=a=b"], ["--git-dir=/"], ["--work-tree=/"], ["-Oorder"],
-    ["--no-index", "/etc/passwd", "app.py"], ["--outp=x"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--output=/tmp/x"],
+        ["--output", "x"],
+        ["--ext-diff"],
+        ["--textconv"],
+        ["-c"],
+        ["--exec=sh"],
+        ["--config-env=a=b"],
+        ["--git-dir=/"],
+        ["--work-tree=/"],
+        ["-Oorder"],
+        ["--no-index", "/etc/passwd", "app.py"],
+        ["--outp=x"],
+    ],
+)
 def test_git_refuses_options_that_write_or_run(repo: Path, args: list[str]) -> None:
     text = err(repo, "git", {"subcommand": "diff", "args": args})
     assert "is not allowed" in text and args[0] in text
 
 
 def test_git_refuses_blame_revs_file_and_secret_blobs(repo: Path) -> None:
-    assert "is not allowed" in err(repo, "git", {"subcommand": "blame",
-                                                 "args": ["-S", "/etc/passwd", "app.py"]})
-    assert "protected secret file" in err(repo, "git", {"subcommand": "show",
-                                                        "args": ["HEAD:.env"]})
+    assert "is not allowed" in err(
+        repo, "git", {"subcommand": "blame", "args": ["-S", "/etc/passwd", "app.py"]}
+    )
+    assert "protected secret file" in err(
+        repo, "git", {"subcommand": "show", "args": ["HEAD:.env"]}
+    )
     # log -S (the pickaxe) is a search, not a file read: allowed.
     assert ok(repo, "git", {"subcommand": "log", "args": ["-S", "y = 3", "--oneline"]})["ok"]

@@ -12,12 +12,22 @@ from pack_helpers import call, err, ok
 def test_read_file_whole_and_ranges(ws: Path) -> None:
     (ws / "ten.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
     whole = ok(ws, "read_file", {"path": "ten.txt"})
-    assert whole == {"path": "ten.txt", "content": "\n".join(f"line {i}" for i in range(1, 11)),
-                     "start_line": 1, "end_line": 10, "total_lines": 10, "truncated": False,
-                     "next_offset": None}
+    assert whole == {
+        "path": "ten.txt",
+        "content": "\n".join(f"line {i}" for i in range(1, 11)),
+        "start_line": 1,
+        "end_line": 10,
+        "total_lines": 10,
+        "truncated": False,
+        "next_offset": None,
+    }
     page = ok(ws, "read_file", {"path": "ten.txt", "offset": 3, "limit": 2})
     assert (page["content"], page["start_line"], page["end_line"], page["next_offset"]) == (
-        "line 3\nline 4", 3, 4, 5)
+        "line 3\nline 4",
+        3,
+        4,
+        5,
+    )
     span = ok(ws, "read_file", {"path": "ten.txt", "start_line": 9, "end_line": 10})
     assert span["content"] == "line 9\nline 10" and span["next_offset"] is None
     head = ok(ws, "read_file", {"path": "ten.txt", "end_line": 2})
@@ -27,11 +37,14 @@ def test_read_file_whole_and_ranges(ws: Path) -> None:
 def test_read_file_refusals(ws: Path) -> None:
     (ws / "f.txt").write_text("a\nb\n")
     assert err(ws, "read_file", {"path": "f.txt", "offset": 1, "end_line": 2}) == (
-        "use either offset/limit or start_line/end_line, not both")
+        "use either offset/limit or start_line/end_line, not both"
+    )
     assert err(ws, "read_file", {"path": "f.txt", "offset": 5}) == (
-        'line 5 is past the end of "f.txt", which has 2 lines')
+        'line 5 is past the end of "f.txt", which has 2 lines'
+    )
     assert "end_line 1 is before start_line 2" in err(
-        ws, "read_file", {"path": "f.txt", "start_line": 2, "end_line": 1})
+        ws, "read_file", {"path": "f.txt", "start_line": 2, "end_line": 1}
+    )
     assert '"src" is a directory' in err(ws, "read_file", {"path": "src"})
     assert "$.offset" in err(ws, "read_file", {"path": "f.txt", "offset": 0})
     assert '"path" is a required property' in err(ws, "read_file", {})
@@ -45,8 +58,14 @@ def test_read_file_refusals(ws: Path) -> None:
 def test_read_file_empty_long_and_huge_lines(ws: Path) -> None:
     (ws / "empty.txt").write_text("")
     assert ok(ws, "read_file", {"path": "empty.txt"}) == {
-        "path": "empty.txt", "content": "", "start_line": 0, "end_line": 0, "total_lines": 0,
-        "truncated": False, "next_offset": None}
+        "path": "empty.txt",
+        "content": "",
+        "start_line": 0,
+        "end_line": 0,
+        "total_lines": 0,
+        "truncated": False,
+        "next_offset": None,
+    }
     (ws / "long.txt").write_text("".join(f"{i}\n" for i in range(1, 2501)))
     first = ok(ws, "read_file", {"path": "long.txt"})
     assert (first["end_line"], first["total_lines"], first["next_offset"]) == (2000, 2500, 2001)
@@ -64,7 +83,10 @@ def test_read_file_empty_long_and_huge_lines(ws: Path) -> None:
 
 def test_write_file_creates_and_overwrites(ws: Path) -> None:
     assert ok(ws, "write_file", {"path": "a/b/new.txt", "content": "héllo\n"}) == {
-        "path": "a/b/new.txt", "bytes": 7, "created": True}
+        "path": "a/b/new.txt",
+        "bytes": 7,
+        "created": True,
+    }
     assert (ws / "a" / "b" / "new.txt").read_text() == "héllo\n"
     assert ok(ws, "write_file", {"path": "a/b/new.txt", "content": ""})["created"] is False
     assert (ws / "a" / "b" / "new.txt").read_text() == ""
@@ -74,8 +96,9 @@ def test_write_file_refusals(ws: Path) -> None:
     original = (ws / "harness.md").read_text()
     assert "protected" in err(ws, "write_file", {"path": "harness.md", "content": "x"})
     assert (ws / "harness.md").read_text() == original
-    assert "protected" in err(ws, "write_file", {"path": ".harness/tools/evil.md",
-                                                 "content": "---\n---\n"})
+    assert "protected" in err(
+        ws, "write_file", {"path": ".harness/tools/evil.md", "content": "---\n---\n"}
+    )
     assert not (ws / ".harness" / "tools" / "evil.md").exists()
     assert "outside the workspace" in err(ws, "write_file", {"path": "../x.txt", "content": "x"})
     assert not (ws.parent / "x.txt").exists()
@@ -88,8 +111,11 @@ def test_write_file_refusals(ws: Path) -> None:
 
 
 def test_edit_file_replaces_one_occurrence(ws: Path) -> None:
-    out = ok(ws, "edit_file", {"path": "src/app.py", "old_string": "print('hello')",
-                               "new_string": "print('bye')"})
+    out = ok(
+        ws,
+        "edit_file",
+        {"path": "src/app.py", "old_string": "print('hello')", "new_string": "print('bye')"},
+    )
     assert out == {"path": "src/app.py", "strategy": "exact"}
     assert (ws / "src" / "app.py").read_text() == "def main():\n    print('bye')\n\n\nmain()\n"
 
@@ -102,17 +128,28 @@ def test_edit_file_keeps_crlf(ws: Path) -> None:
 
 def test_edit_file_refusals(ws: Path) -> None:
     (ws / "dup.txt").write_text("x = 1\nx = 1\n")
-    assert "more" in err(ws, "edit_file", {"path": "dup.txt", "old_string": "x = 1",
-                                           "new_string": "x = 2"}).lower()
+    assert (
+        "more"
+        in err(
+            ws, "edit_file", {"path": "dup.txt", "old_string": "x = 1", "new_string": "x = 2"}
+        ).lower()
+    )
     assert (ws / "dup.txt").read_text() == "x = 1\nx = 1\n"
-    assert "not found" in err(ws, "edit_file", {"path": "dup.txt", "old_string": "nope",
-                                                "new_string": "x"}).lower()
+    assert (
+        "not found"
+        in err(
+            ws, "edit_file", {"path": "dup.txt", "old_string": "nope", "new_string": "x"}
+        ).lower()
+    )
     assert err(ws, "edit_file", {"path": "dup.txt", "old_string": "x", "new_string": "x"}) == (
-        "old_string and new_string are identical; nothing to change")
-    assert "$.old_string" in err(ws, "edit_file", {"path": "dup.txt", "old_string": "",
-                                                   "new_string": "x"})
-    assert "protected" in err(ws, "edit_file", {"path": "harness.md", "old_string": "You",
-                                                "new_string": "We"})
+        "old_string and new_string are identical; nothing to change"
+    )
+    assert "$.old_string" in err(
+        ws, "edit_file", {"path": "dup.txt", "old_string": "", "new_string": "x"}
+    )
+    assert "protected" in err(
+        ws, "edit_file", {"path": "harness.md", "old_string": "You", "new_string": "We"}
+    )
 
 
 # -- list_files --------------------------------------------------------------------------
@@ -126,8 +163,9 @@ def test_list_files_children_and_glob(ws: Path) -> None:
     src = next(e for e in root["entries"] if e["path"] == "src")
     assert src == {"path": "src", "is_dir": True, "size": 0}
     sub = ok(ws, "list_files", {"path": "src"})
-    assert sub["entries"] == [{"path": "src/app.py", "is_dir": False,
-                               "size": (ws / "src" / "app.py").stat().st_size}]
+    assert sub["entries"] == [
+        {"path": "src/app.py", "is_dir": False, "size": (ws / "src" / "app.py").stat().st_size}
+    ]
     md = ok(ws, "list_files", {"pattern": "**/*.md"})
     paths = [e["path"] for e in md["entries"]]
     assert "README.md" in paths and "harness.md" in paths
@@ -143,8 +181,10 @@ def test_list_files_glob_entries_in_key_order_with_directories_at_size_zero(ws: 
     assert got["entries"] == [
         {"path": "src/app.py", "is_dir": False, "size": (ws / "src" / "app.py").stat().st_size},
         {"path": "src/pkg", "is_dir": True, "size": 0},
-        {"path": "src/pkg/m.py", "is_dir": False, "size": 6}]
+        {"path": "src/pkg/m.py", "is_dir": False, "size": 6},
+    ]
     assert [list(e) for e in got["entries"]] == [["path", "is_dir", "size"]] * 3
+
 
 def test_list_files_limits_and_refusals(ws: Path) -> None:
     for i in range(5):
@@ -183,9 +223,11 @@ def test_search_files_caps_and_errors(ws: Path) -> None:
     assert [m["text"] for m in edge] == ["é" * 296 + " hit", "é" * 297 + " h…"]
     assert [list(m) for m in edge] == [["path", "line", "text"]] * 2
     assert "RE2" in err(ws, "search_files", {"pattern": "(a"}) or "regular expression" in err(
-        ws, "search_files", {"pattern": "(a"})
+        ws, "search_files", {"pattern": "(a"}
+    )
     assert "RE2" in err(ws, "search_files", {"pattern": "(?<=a)b"}) or "invalid" in err(
-        ws, "search_files", {"pattern": "(?<=a)b"})
+        ws, "search_files", {"pattern": "(?<=a)b"}
+    )
     report = call(ws, "search_files", {"pattern": "x", "max_matches": 0})
     assert report["exit_code"] == 1 and "$.max_matches" in report["text"]
 
@@ -203,12 +245,14 @@ def test_search_files_walk_order(ws: Path) -> None:
     walked = ok(ws, "search_files", {"pattern": "needle", "max_matches": 1000, "order": "walk"})
     assert by_path["count"] == walked["count"] == 12 and not walked["truncated"]
     assert {m["path"] for m in by_path["matches"]} == {
-        f"{d}/{f}" for d in ("a", "b", "c/d") for f in ("y.txt", "z.txt")}
+        f"{d}/{f}" for d in ("a", "b", "c/d") for f in ("y.txt", "z.txt")
+    }
     key = lambda m: (m["path"], m["line"])  # noqa: E731
     assert sorted(walked["matches"], key=key) == by_path["matches"]
     paths = [m["path"] for m in walked["matches"]]
-    assert all(paths.index(p) + paths.count(p) - 1 == len(paths) - 1 - paths[::-1].index(p)
-               for p in paths)  # each file's lines contiguous
+    assert all(
+        paths.index(p) + paths.count(p) - 1 == len(paths) - 1 - paths[::-1].index(p) for p in paths
+    )  # each file's lines contiguous
     capped = ok(ws, "search_files", {"pattern": "needle", "max_matches": 3, "order": "walk"})
     assert (capped["count"], capped["truncated"]) == (3, True)
     assert all(m in by_path["matches"] for m in capped["matches"])
@@ -231,8 +275,10 @@ def test_search_and_list_honour_gitignore(ws: Path) -> None:
     assert {m["path"] for m in every["matches"]} == found | {"build/out.py", "debug.log"}
     listed = [e["path"] for e in ok(ws, "list_files", {"pattern": "**/*"})["entries"]]
     assert "build" not in listed and "debug.log" not in listed and "keep.log" in listed
-    listed = [e["path"] for e in ok(ws, "list_files", {"pattern": "**/*",
-                                                       "include_ignored": True})["entries"]]
+    listed = [
+        e["path"]
+        for e in ok(ws, "list_files", {"pattern": "**/*", "include_ignored": True})["entries"]
+    ]
     assert "build/out.py" in listed and "debug.log" in listed
     children = [e["path"] for e in ok(ws, "list_files")["entries"]]
     assert "build" not in children and "keep.log" in children
@@ -241,8 +287,10 @@ def test_search_and_list_honour_gitignore(ws: Path) -> None:
     # a directory named explicitly is searched even though it is ignored
     inside = ok(ws, "search_files", {"pattern": "hello", "path": "build"})
     assert [m["path"] for m in inside["matches"]] == ["build/out.py"]
-    assert "$.include_ignored" in call(ws, "search_files", {
-        "pattern": "x", "include_ignored": "yes"})["text"]
+    assert (
+        "$.include_ignored"
+        in call(ws, "search_files", {"pattern": "x", "include_ignored": "yes"})["text"]
+    )
 
 
 def test_read_file_caps_bytes_not_characters(ws: Path) -> None:

@@ -36,8 +36,8 @@ def _wait_until_prepared(timeout: float = 10.0) -> None:
         with prewarm._lock:
             waiting = [p for q in prewarm._ready.values() for p in q]
             if not prewarm._pending and all(
-                    readable(p.proc.stdout.fileno(), 0) for p in waiting
-                    if p.proc.stdout is not None):
+                readable(p.proc.stdout.fileno(), 0) for p in waiting if p.proc.stdout is not None
+            ):
                 return
         time.sleep(0.005)
 
@@ -66,8 +66,12 @@ def start_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     def warm_run(ctx: Any, cmd: Any, args: Any = (), *a: Any, **kw: Any) -> Any:
         # Prepares a sandbox for this plan (allowed_commands is not part of a plan).
         config = ctx.config
-        primer = dataclasses.replace(ctx, config=dataclasses.replace(
-            config, exec=dataclasses.replace(config.exec, allowed_commands=())))
+        primer = dataclasses.replace(
+            ctx,
+            config=dataclasses.replace(
+                config, exec=dataclasses.replace(config.exec, allowed_commands=())
+            ),
+        )
         try:
             real(primer, "true")
         except Exception:  # noqa: BLE001 - the call under test reports it

@@ -25,8 +25,11 @@ def prepared_sandboxes_work() -> str | None:
         return "bubblewrap unusable here"
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
-        ctx = CallContext(config=dataclasses.replace(
-            Config(root=ws, workspace=ws), exec=ExecConfig(sandbox="required")))
+        ctx = CallContext(
+            config=dataclasses.replace(
+                Config(root=ws, workspace=ws), exec=ExecConfig(sandbox="required")
+            )
+        )
         used = []
         real = prewarm.start
 

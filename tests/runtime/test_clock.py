@@ -45,8 +45,11 @@ def test_weekday_depends_on_zone() -> None:
 
 
 def test_bad_zone_names_have_clear_errors() -> None:
-    with pytest.raises(BuiltinError, match=r'time.now: unknown time zone "Europe/Berln" '
-                                           r'\(did you mean "Europe/Berlin"\?\)'):
+    with pytest.raises(
+        BuiltinError,
+        match=r'time.now: unknown time zone "Europe/Berln" '
+        r'\(did you mean "Europe/Berlin"\?\)',
+    ):
         clock.time_now(ctx(), "Europe/Berln")
     for bad in ("", "../etc/passwd", "/etc/localtime", "Nowhere/Atall"):
         with pytest.raises(BuiltinError, match="unknown time zone"):
@@ -83,8 +86,10 @@ def test_format() -> None:
     assert clock.time_format(c) == "2026-01-05T09:00:00.000Z"
     assert clock.time_format(c, FIXED, "%A %H:%M", "Asia/Tokyo") == "Monday 18:00"
     assert clock.time_format(c, 0, "%Y-%m-%d") == "1970-01-01"
-    assert clock.time_format(c, clock.time_parse(c, FIXED), tz="Europe/Berlin") == \
-        "2026-01-05T10:00:00.000+01:00"
+    assert (
+        clock.time_format(c, clock.time_parse(c, FIXED), tz="Europe/Berlin")
+        == "2026-01-05T10:00:00.000+01:00"
+    )
     with pytest.raises(BuiltinError, match="not an RFC 3339 time"):
         clock.time_format(c, "soon")
     with pytest.raises(BuiltinError, match="got bool"):
@@ -98,24 +103,28 @@ def test_clock_config_is_validated(tmp_path: Path) -> None:
     assert cfg.clock.fixed is None
     assert [p.message for p in problems] == [
         'config clock.fixed "next monday" is not an RFC 3339 time; write it like '
-        '"2026-01-05T09:00:00Z"']
+        '"2026-01-05T09:00:00Z"'
+    ]
     _, problems = parse_config({"clock": {"fixd": FIXED}}, tmp_path)
     assert 'did you mean "fixed"' in problems[0].message
 
 
 @pytest.mark.parametrize("isolation", ["process", "inprocess"])
 def test_fixed_clock_reaches_scripts_and_hooks(tmp_path: Path, isolation: str) -> None:
-    (tmp_path / "harness.md").write_text(textwrap.dedent(f"""\
+    (tmp_path / "harness.md").write_text(
+        textwrap.dedent(f"""\
         ---
         clock: {{fixed: "2026-01-09T16:30:00Z"}}
         runtime: {{isolation: {isolation}}}
         ---
-        """))
+        """)
+    )
     tools = tmp_path / ".harness" / "tools"
     hooks = tmp_path / ".harness" / "hooks"
     tools.mkdir(parents=True)
     hooks.mkdir(parents=True)
-    (tools / "stamp.md").write_text(textwrap.dedent("""\
+    (tools / "stamp.md").write_text(
+        textwrap.dedent("""\
         ---
         script: |
           def run(args):
@@ -123,8 +132,10 @@ def test_fixed_clock_reaches_scripts_and_hooks(tmp_path: Path, isolation: str) -
                       "day": time.weekday("Europe/Berlin")}
         ---
         Time stamps.
-        """))
-    (hooks / "no_friday_deploys.md").write_text(textwrap.dedent("""\
+        """)
+    )
+    (hooks / "no_friday_deploys.md").write_text(
+        textwrap.dedent("""\
         ---
         event: tool.pre
         script: |
@@ -133,12 +144,16 @@ def test_fixed_clock_reaches_scripts_and_hooks(tmp_path: Path, isolation: str) -
                   return block("no deploys on Friday")
               return allow()
         ---
-        """))
+        """)
+    )
     (tools / "deploy.md").write_text("---\nscript: |\n  def run(args):\n      return 1\n---\n")
     with harness.load(tmp_path) as h:
         r = h.call("stamp", {})
-        assert r.value == {"utc": "2026-01-09T16:30:00.000Z",
-                           "berlin": "2026-01-09T17:30:00.000+01:00", "day": "Friday"}
+        assert r.value == {
+            "utc": "2026-01-09T16:30:00.000Z",
+            "berlin": "2026-01-09T17:30:00.000+01:00",
+            "day": "Friday",
+        }
         r = h.call("deploy", {})
         assert r.blocked_by == "no_friday_deploys"
 
@@ -146,11 +161,13 @@ def test_fixed_clock_reaches_scripts_and_hooks(tmp_path: Path, isolation: str) -
 def test_validate_knows_the_new_functions(tmp_path: Path) -> None:
     tools = tmp_path / ".harness" / "tools"
     tools.mkdir(parents=True)
-    (tools / "t.md").write_text(textwrap.dedent("""\
+    (tools / "t.md").write_text(
+        textwrap.dedent("""\
         ---
         script: |
           def run(args):
               return [time.weekday(), time.parse("2026-01-05"), time.format(None, "%Y")]
         ---
-        """))
+        """)
+    )
     assert [p for p in harness.check(tmp_path) if p.severity == "error"] == []

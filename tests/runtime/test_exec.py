@@ -22,20 +22,24 @@ from harness.runtime.builtins.proc import FUNCTIONS, run, utf8_cut
 from harness.runtime.context import CallContext
 
 _bwrap, _flags, _why = sandbox.status()
-MODES = [pytest.param("required", marks=pytest.mark.skipif(_flags is None, reason=str(_why))),
-         "off"]
+MODES = [
+    pytest.param("required", marks=pytest.mark.skipif(_flags is None, reason=str(_why))),
+    "off",
+]
 PY = "/usr/bin/python3"
 pytestmark = pytest.mark.usefixtures("start_mode")
 KEYS = {"ok", "exit_code", "stdout", "stderr", "duration_ms", "timed_out", "truncated"}
 
 
-def make_ctx(ws: Path, mode: str = "required", max_output: int | None = None,
-             deadline: float | None = None) -> CallContext:
+def make_ctx(
+    ws: Path, mode: str = "required", max_output: int | None = None, deadline: float | None = None
+) -> CallContext:
     config = Config(root=ws, workspace=ws)
     config = dataclasses.replace(config, exec=dataclasses.replace(config.exec, sandbox=mode))
     if max_output is not None:
-        config = dataclasses.replace(config, limits=dataclasses.replace(
-            config.limits, max_output_bytes=max_output))
+        config = dataclasses.replace(
+            config, limits=dataclasses.replace(config.limits, max_output_bytes=max_output)
+        )
     return CallContext(config=config, deadline=deadline)
 
 
@@ -136,8 +140,9 @@ def test_dir_next_to_workspace_is_refused(ctx: CallContext, ws: Path) -> None:
         run(ctx, "pwd", dir=str(evil))
 
 
-def test_dir_symlink_leaving_workspace_is_refused(ctx: CallContext, ws: Path,
-                                                  tmp_path: Path) -> None:
+def test_dir_symlink_leaving_workspace_is_refused(
+    ctx: CallContext, ws: Path, tmp_path: Path
+) -> None:
     (ws / "out").symlink_to(tmp_path)
     (ws / "in").symlink_to(ws / "sub")
     with pytest.raises(JailError, match='path "out" is outside the workspace'):
@@ -155,21 +160,24 @@ def test_dir_must_exist(ctx: CallContext) -> None:
         run(ctx, "pwd", dir="nope")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"cmd": 5}, "cmd must be a string, got int"),
-    ({"cmd": ""}, "cmd is empty"),
-    ({"cmd": "echo\x00x"}, "cmd contains a NUL byte"),
-    ({"cmd": "echo", "args": "hi"}, "args must be a list of strings, got str"),
-    ({"cmd": "echo", "args": ["a", 1]}, r"args\[1\] must be a string, got int"),
-    ({"cmd": "echo", "timeout_ms": "10"}, "timeout_ms must be a positive number"),
-    ({"cmd": "echo", "timeout_ms": True}, "timeout_ms must be a positive number"),
-    ({"cmd": "echo", "timeout_ms": 0}, "timeout_ms must be a positive number"),
-    ({"cmd": "echo", "dir": None}, "dir must be a string, got NoneType"),
-    ({"cmd": "cat", "stdin": 5}, "stdin must be a string or None, got int"),
-    ({"cmd": "echo", "env": ["A=1"]}, "env must be a dict of strings, got list"),
-    ({"cmd": "echo", "env": {"A": 1}}, r'env\["A"\] must be a string, got int'),
-    ({"cmd": "echo", "env": {"A=B": "1"}}, 'env name "A=B" is not a valid variable name'),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"cmd": 5}, "cmd must be a string, got int"),
+        ({"cmd": ""}, "cmd is empty"),
+        ({"cmd": "echo\x00x"}, "cmd contains a NUL byte"),
+        ({"cmd": "echo", "args": "hi"}, "args must be a list of strings, got str"),
+        ({"cmd": "echo", "args": ["a", 1]}, r"args\[1\] must be a string, got int"),
+        ({"cmd": "echo", "timeout_ms": "10"}, "timeout_ms must be a positive number"),
+        ({"cmd": "echo", "timeout_ms": True}, "timeout_ms must be a positive number"),
+        ({"cmd": "echo", "timeout_ms": 0}, "timeout_ms must be a positive number"),
+        ({"cmd": "echo", "dir": None}, "dir must be a string, got NoneType"),
+        ({"cmd": "cat", "stdin": 5}, "stdin must be a string or None, got int"),
+        ({"cmd": "echo", "env": ["A=1"]}, "env must be a dict of strings, got list"),
+        ({"cmd": "echo", "env": {"A": 1}}, r'env\["A"\] must be a string, got int'),
+        ({"cmd": "echo", "env": {"A=B": "1"}}, 'env name "A=B" is not a valid variable name'),
+    ],
+)
 def test_bad_arguments(ws: Path, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(BuiltinError, match=message):
         run(make_ctx(ws, "off"), **kwargs)
@@ -259,8 +267,9 @@ def test_output_at_exact_cap_is_not_truncated(ws: Path) -> None:
 
 
 def test_huge_output_does_not_eat_memory(ctx: CallContext) -> None:
-    ctx.config = dataclasses.replace(ctx.config, limits=dataclasses.replace(
-        ctx.config.limits, max_output_bytes=1000))
+    ctx.config = dataclasses.replace(
+        ctx.config, limits=dataclasses.replace(ctx.config.limits, max_output_bytes=1000)
+    )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
     r = run(ctx, "head", ["-c", str(300 << 20), "/dev/zero"])  # 300 MiB
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -276,7 +285,18 @@ def test_invalid_utf8_is_replaced(ctx: CallContext) -> None:
 def test_utf8_cut() -> None:
     s = "aé€😀".encode()  # 1 + 2 + 3 + 4 bytes
     assert [utf8_cut(s, n).decode() for n in range(11)] == [
-        "", "a", "a", "aé", "aé", "aé", "aé€", "aé€", "aé€", "aé€", "aé€😀"]
+        "",
+        "a",
+        "a",
+        "aé",
+        "aé",
+        "aé",
+        "aé€",
+        "aé€",
+        "aé€",
+        "aé€",
+        "aé€😀",
+    ]
 
 
 def test_dir_sensitive_is_refused(ctx: CallContext, ws: Path) -> None:
@@ -293,15 +313,20 @@ def test_dir_nul_byte_refused(ctx: CallContext) -> None:
 # ---------------------------------------------------------------- clean-up (security review)
 
 
-def test_cleanup_never_follows_a_planted_parent_link(ctx: CallContext, ws: Path,
-                                                     tmp_path: Path) -> None:
+def test_cleanup_never_follows_a_planted_parent_link(
+    ctx: CallContext, ws: Path, tmp_path: Path
+) -> None:
     # The clean-up runs outside the sandbox (as root here): a link planted in the parent
     # chain of an absent protected path must not make harness delete its target.
     victim = tmp_path / "victim"
     (victim / "data").mkdir(parents=True)
     (victim / "data" / "important.txt").write_text("KEEP\n")
-    ctx.config = dataclasses.replace(ctx.config, fs=dataclasses.replace(
-        ctx.config.fs, protected=(*ctx.config.fs.protected, "gen/data", "x/.harness")))
+    ctx.config = dataclasses.replace(
+        ctx.config,
+        fs=dataclasses.replace(
+            ctx.config.fs, protected=(*ctx.config.fs.protected, "gen/data", "x/.harness")
+        ),
+    )
     r = run(ctx, "ln", ["-s", str(victim), "gen"])
     assert (victim / "data" / "important.txt").read_text() == "KEEP\n"
     assert not r["ok"] and not os.path.lexists(ws / "gen")

@@ -35,7 +35,8 @@ def test_frames_split_and_joined_arrive_whole() -> None:
 
 
 def test_a_long_wait_stops_the_polling_and_a_short_one_resumes_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(wire, "spare_cpu", lambda: True)  # an idle machine
     r, w = os.pipe()
     pipe = _Pipe(r, w)
@@ -76,7 +77,8 @@ def test_eof_is_reported() -> None:
 
 
 def test_spare_cpu_follows_the_load_average_checked_once_a_second(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(wire, "_CPUS", 2)
     monkeypatch.setattr(wire._Spare, "checked", -wire.LOAD_CHECK_S)
     load = [0.3]

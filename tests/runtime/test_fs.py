@@ -41,10 +41,12 @@ def test_every_surface_name_is_implemented() -> None:
     from harness.runtime.builtins import fs_lines
 
     assert sorted({**fs.FUNCTIONS, **fs_lines.FUNCTIONS}) == sorted(
-        f"fs.{n}" for n in TOOL_MODULES["fs"])
+        f"fs.{n}" for n in TOOL_MODULES["fs"]
+    )
 
 
 # ------------------------------------------------------------------- read/write
+
 
 def test_read_write_roundtrip(ctx: CallContext, ws: Path) -> None:
     assert fs.write(ctx, "a/b/c.txt", "héllo\n") == {"path": "a/b/c.txt", "bytes": 7}
@@ -110,8 +112,9 @@ def test_write_onto_directory_fails(ctx: CallContext, ws: Path) -> None:
 
 
 @pytest.mark.parametrize("tmpfile", ["O_TMPFILE", "named"])
-def test_failed_write_leaves_nothing(ctx: CallContext, ws: Path, tmpfile: str,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_write_leaves_nothing(
+    ctx: CallContext, ws: Path, tmpfile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (ws / "keep.txt").write_text("original")
     if tmpfile == "named":
         monkeypatch.delattr(os, "O_TMPFILE", raising=False)
@@ -136,6 +139,7 @@ def test_append(ctx: CallContext, ws: Path) -> None:
 
 
 # -------------------------------------------------------------------------- edit
+
 
 def test_edit_exact(ctx: CallContext, ws: Path) -> None:
     (ws / "f.py").write_text("a = 1\nb = 2\n")
@@ -197,13 +201,16 @@ def test_edit_indentation_delete_lines(ctx: CallContext, ws: Path) -> None:
     assert (ws / "a.txt").read_text() == "a\nd\n"
 
 
-@pytest.mark.parametrize("content,old,level", [
-    ("x = 1\ny = 2\nx = 1\n", "x = 1", "exact"),
-    ("aaa", "aa", "exact"),  # overlapping occurrences count
-    ("a\r\nb\r\na\r\nb\r\n", "a\nb", "line-ending-normalized"),
-    ("foo\nbar\nfoo\n", "  foo  ", "trimmed"),
-    ("  foo\n  bar\n    foo\n    bar\n", "foo\nbar\n", "indentation-insensitive"),
-])
+@pytest.mark.parametrize(
+    "content,old,level",
+    [
+        ("x = 1\ny = 2\nx = 1\n", "x = 1", "exact"),
+        ("aaa", "aa", "exact"),  # overlapping occurrences count
+        ("a\r\nb\r\na\r\nb\r\n", "a\nb", "line-ending-normalized"),
+        ("foo\nbar\nfoo\n", "  foo  ", "trimmed"),
+        ("  foo\n  bar\n    foo\n    bar\n", "foo\nbar\n", "indentation-insensitive"),
+    ],
+)
 def test_edit_ambiguous(ctx: CallContext, ws: Path, content: str, old: str, level: str) -> None:
     (ws / "f.txt").write_bytes(content.encode())
     with pytest.raises(BuiltinError) as info:
@@ -235,6 +242,7 @@ def test_edit_keeps_invalid_utf8_bytes(ctx: CallContext, ws: Path) -> None:
 
 # ------------------------------------------------------------------ metadata
 
+
 def test_exists_and_stat(ctx: CallContext, ws: Path) -> None:
     (ws / "d").mkdir()
     (ws / "d" / "f.txt").write_text("12345")
@@ -252,7 +260,12 @@ def test_exists_and_stat(ctx: CallContext, ws: Path) -> None:
     assert isinstance(st["mtime"], float) and abs(st["mtime"] - time.time()) < 3600
     assert fs.stat(ctx, "d")["is_dir"] is True
     assert fs.stat(ctx, "link") | {"mtime": 0} == {
-        "name": "link", "size": 5, "is_dir": False, "is_symlink": True, "mtime": 0}
+        "name": "link",
+        "size": 5,
+        "is_dir": False,
+        "is_symlink": True,
+        "mtime": 0,
+    }
     assert fs.stat(ctx, "dangling")["is_symlink"] is True
     assert fs.stat(ctx, ".")["name"] == "."
     with pytest.raises(BuiltinError, match='fs.stat: path "nope" does not exist'):
@@ -276,16 +289,24 @@ def test_list(ctx: CallContext, ws: Path) -> None:
 
 
 def test_glob(ctx: CallContext, ws: Path) -> None:
-    for rel in ["src/a.py", "src/pkg/b.py", "src/pkg/c.txt", "top.py", ".cfg/x.py",
-                "src/.hid/y.py"]:
+    for rel in [
+        "src/a.py",
+        "src/pkg/b.py",
+        "src/pkg/c.txt",
+        "top.py",
+        ".cfg/x.py",
+        "src/.hid/y.py",
+    ]:
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws / rel).write_text("x")
     assert fs.glob(ctx, "*.py") == ["top.py"]
     assert fs.glob(ctx, "**/*.py") == ["src/a.py", "src/pkg/b.py", "top.py"]
     assert fs.glob(ctx, "src/**/*.py") == ["src/a.py", "src/pkg/b.py"]
     assert fs.glob(ctx, "src/*") == ["src/a.py", "src/pkg"]
-    assert fs.glob(ctx, "src/**") == ["src", "src/a.py", "src/pkg", "src/pkg/b.py",
-                                      "src/pkg/c.txt"][1:]
+    assert (
+        fs.glob(ctx, "src/**")
+        == ["src", "src/a.py", "src/pkg", "src/pkg/b.py", "src/pkg/c.txt"][1:]
+    )
     assert fs.glob(ctx, ".cfg/*.py") == [".cfg/x.py"]
     assert fs.glob(ctx, "src/.*/*.py") == ["src/.hid/y.py"]
     assert fs.glob(ctx, "src/pkg/?.py") == ["src/pkg/b.py"]
@@ -332,11 +353,17 @@ def test_grep(ctx: CallContext, ws: Path) -> None:
     ]
     assert fs.grep(ctx, "x = 1$") == [{"path": "src/a.py", "line": 2, "text": "x = 1"}]
     assert [m["path"] for m in fs.grep(ctx, "import", glob="**/*.py")] == [
-        "src/a.py", "src/a.py", "top.py"]
+        "src/a.py",
+        "src/a.py",
+        "top.py",
+    ]
     assert [m["path"] for m in fs.grep(ctx, "import", path="src", glob="*.py")] == [
-        "src/a.py", "src/a.py"]
+        "src/a.py",
+        "src/a.py",
+    ]
     assert fs.grep(ctx, "import", path="top.py") == [
-        {"path": "top.py", "line": 1, "text": "import sys"}]
+        {"path": "top.py", "line": 1, "text": "import sys"}
+    ]
     assert len(fs.grep(ctx, "import", max_matches=2)) == 2
     assert fs.grep(ctx, "(?i)IMPORT SYS") == [{"path": "top.py", "line": 1, "text": "import sys"}]
 
@@ -383,8 +410,7 @@ def test_mkdir_and_remove(ctx: CallContext, ws: Path) -> None:
         fs.remove(ctx, "a", recursive=1)
 
 
-def test_remove_recursive_does_not_follow_links(ctx: CallContext, ws: Path,
-                                                tmp_path: Path) -> None:
+def test_remove_recursive_does_not_follow_links(ctx: CallContext, ws: Path, tmp_path: Path) -> None:
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "keep.txt").write_text("keep")
     (ws / "d").mkdir()
@@ -395,29 +421,34 @@ def test_remove_recursive_does_not_follow_links(ctx: CallContext, ws: Path,
 
 # ------------------------------------------------------------------- arguments
 
-@pytest.mark.parametrize("name,args,kwargs,message", [
-    ("fs.read", (1,), {}, "fs.read: path must be a string, got int"),
-    ("fs.read", ("f",), {"max_bytes": "3"}, "fs.read: max_bytes must be an integer, got str"),
-    ("fs.read", ("f",), {"max_bytes": -1}, "fs.read: max_bytes must be between 0"),
-    ("fs.read", (), {}, "fs.read: missing 1 required positional argument: 'path'"),
-    ("fs.read", ("f",), {"bogus": 1}, "fs.read: got an unexpected keyword argument 'bogus'"),
-    ("fs.write", ("f", None), {}, "fs.write: content must be a string, got NoneType"),
-    ("fs.write", ("f", b"x"), {}, "fs.write: content must be a string, got bytes"),
-    ("fs.append", (["f"], "x"), {}, "fs.append: path must be a string, got list"),
-    ("fs.edit", ("f", 1, "x"), {}, "fs.edit: old must be a string, got int"),
-    ("fs.edit", ("f", "x", None), {}, "fs.edit: new must be a string, got NoneType"),
-    ("fs.exists", (None,), {}, "fs.exists: path must be a string, got NoneType"),
-    ("fs.stat", ({},), {}, "fs.stat: path must be a string, got dict"),
-    ("fs.list", (1.5,), {}, "fs.list: path must be a string, got float"),
-    ("fs.glob", (None,), {}, "fs.glob: pattern must be a string, got NoneType"),
-    ("fs.grep", (1,), {}, "fs.grep: pattern must be a string, got int"),
-    ("fs.grep", ("x",), {"path": 2}, "fs.grep: path must be a string, got int"),
-    ("fs.mkdir", (True,), {}, "fs.mkdir: path must be a string, got bool"),
-    ("fs.remove", (3,), {}, "fs.remove: path must be a string, got int"),
-    ("fs.read", ("",), {}, 'path is empty; use "." for the workspace itself'),
-])
-def test_bad_arguments(ctx: CallContext, ws: Path, name: str, args: tuple, kwargs: dict,
-                       message: str) -> None:
+
+@pytest.mark.parametrize(
+    "name,args,kwargs,message",
+    [
+        ("fs.read", (1,), {}, "fs.read: path must be a string, got int"),
+        ("fs.read", ("f",), {"max_bytes": "3"}, "fs.read: max_bytes must be an integer, got str"),
+        ("fs.read", ("f",), {"max_bytes": -1}, "fs.read: max_bytes must be between 0"),
+        ("fs.read", (), {}, "fs.read: missing 1 required positional argument: 'path'"),
+        ("fs.read", ("f",), {"bogus": 1}, "fs.read: got an unexpected keyword argument 'bogus'"),
+        ("fs.write", ("f", None), {}, "fs.write: content must be a string, got NoneType"),
+        ("fs.write", ("f", b"x"), {}, "fs.write: content must be a string, got bytes"),
+        ("fs.append", (["f"], "x"), {}, "fs.append: path must be a string, got list"),
+        ("fs.edit", ("f", 1, "x"), {}, "fs.edit: old must be a string, got int"),
+        ("fs.edit", ("f", "x", None), {}, "fs.edit: new must be a string, got NoneType"),
+        ("fs.exists", (None,), {}, "fs.exists: path must be a string, got NoneType"),
+        ("fs.stat", ({},), {}, "fs.stat: path must be a string, got dict"),
+        ("fs.list", (1.5,), {}, "fs.list: path must be a string, got float"),
+        ("fs.glob", (None,), {}, "fs.glob: pattern must be a string, got NoneType"),
+        ("fs.grep", (1,), {}, "fs.grep: pattern must be a string, got int"),
+        ("fs.grep", ("x",), {"path": 2}, "fs.grep: path must be a string, got int"),
+        ("fs.mkdir", (True,), {}, "fs.mkdir: path must be a string, got bool"),
+        ("fs.remove", (3,), {}, "fs.remove: path must be a string, got int"),
+        ("fs.read", ("",), {}, 'path is empty; use "." for the workspace itself'),
+    ],
+)
+def test_bad_arguments(
+    ctx: CallContext, ws: Path, name: str, args: tuple, kwargs: dict, message: str
+) -> None:
     (ws / "f").write_text("abc")
     with pytest.raises(BuiltinError) as info:
         fs.FUNCTIONS[name](ctx, *args, **kwargs)
@@ -445,6 +476,7 @@ def test_no_descriptor_leak(ctx: CallContext, ws: Path) -> None:
 
 # ----------------------------------------------------------------- concurrency
 
+
 def _slots(n: int) -> str:
     return "".join(f"slot-{i}: [0]\n" for i in range(n))
 
@@ -470,9 +502,11 @@ def test_threads_edit_and_append_without_lost_updates(ctx: CallContext, ws: Path
     assert errors == []
     lines = (ws / "shared.txt").read_text().splitlines()
     assert sorted(x for x in lines if x.startswith("slot-")) == sorted(
-        f"slot-{t}: [{rounds}]" for t in range(threads))
+        f"slot-{t}: [{rounds}]" for t in range(threads)
+    )
     assert sorted(x for x in lines if x.startswith("log-")) == sorted(
-        f"log-{t}-{k}" for t in range(threads) for k in range(rounds))
+        f"log-{t}-{k}" for t in range(threads) for k in range(rounds)
+    )
 
 
 _WORKER = """
@@ -493,18 +527,22 @@ for k in range(rounds):
 def test_processes_edit_and_append_without_lost_updates(ctx: CallContext, ws: Path) -> None:
     procs, rounds, slots = 4, 10, 16
     (ws / "shared.txt").write_text(_slots(slots))
-    children = [subprocess.Popen([sys.executable, "-c", _WORKER, str(ws), str(p), str(rounds),
-                                  str(slots)]) for p in range(procs)]
+    children = [
+        subprocess.Popen([sys.executable, "-c", _WORKER, str(ws), str(p), str(rounds), str(slots)])
+        for p in range(procs)
+    ]
     # this process edits too, under the same lock
     for k in range(rounds):
         fs.append(ctx, "shared.txt", f"log-main-{k}\n")
     assert [c.wait(timeout=120) for c in children] == [0] * procs
     lines = (ws / "shared.txt").read_text().splitlines()
     assert sorted(x for x in lines if x.startswith("slot-")) == sorted(
-        f"slot-{s}: [{rounds}]" for s in range(slots))
+        f"slot-{s}: [{rounds}]" for s in range(slots)
+    )
     assert sorted(x for x in lines if x.startswith("log-")) == sorted(
         [f"log-{p}-{k}" for p in range(procs) for k in range(rounds)]
-        + [f"log-main-{k}" for k in range(rounds)])
+        + [f"log-main-{k}" for k in range(rounds)]
+    )
 
 
 def test_readers_never_see_a_half_written_file(ctx: CallContext, ws: Path) -> None:
@@ -537,9 +575,8 @@ def test_lock_wait_honours_the_deadline(ws: Path) -> None:
     fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # another process/call holds the edit lock
-        ctx = CallContext(config=Config(root=ws, workspace=ws),
-                          deadline=time.monotonic() + 0.2)
-        with pytest.raises(BuiltinError, match='timed out waiting for another call writing'):
+        ctx = CallContext(config=Config(root=ws, workspace=ws), deadline=time.monotonic() + 0.2)
+        with pytest.raises(BuiltinError, match="timed out waiting for another call writing"):
             fs.edit(ctx, "f.txt", "a", "b")
     finally:
         os.close(fd)
@@ -551,7 +588,8 @@ def test_lock_wait_honours_the_deadline(ws: Path) -> None:
 def test_write_into_a_directory_removed_meanwhile(ctx: CallContext, ws: Path) -> None:
     (ws / "d").mkdir()
     with jail_mod.get_jail(ctx.config, use_openat2=fs.USE_OPENAT2).locate(
-            "d/f.txt", write=True) as loc:
+        "d/f.txt", write=True
+    ) as loc:
         os.rmdir(ws / "d")
         with pytest.raises(FileNotFoundError):
             fs._replace("fs.write", loc, b"x")

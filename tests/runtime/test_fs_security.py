@@ -79,10 +79,12 @@ def test_mode_is_what_was_asked(ctx: CallContext, mode: str) -> None:
 
 # ------------------------------------------------------------------------ escapes
 
+
 def test_dotdot_escape(ctx: CallContext) -> None:
     refused(fs.read, ctx, "../outside/secret.txt", match=outside("../outside/secret.txt"))
-    refused(fs.read, ctx, "sub/../../outside/secret.txt",
-            match=outside("sub/../../outside/secret.txt"))
+    refused(
+        fs.read, ctx, "sub/../../outside/secret.txt", match=outside("sub/../../outside/secret.txt")
+    )
     refused(fs.write, ctx, "../outside/new.txt", "x", match=outside("../outside/new.txt"))
     assert not (ctx.config.workspace.parent / "outside" / "new.txt").exists()
     # counterpart: ".." that stays inside
@@ -94,8 +96,13 @@ def test_absolute_outside(ctx: CallContext, tmp_path: Path) -> None:
     p = str(tmp_path / "outside" / "secret.txt")
     refused(fs.read, ctx, p, match=outside(p))
     refused(fs.read, ctx, "/etc/passwd", match=outside("/etc/passwd"))
-    refused(fs.write, ctx, str(tmp_path / "outside" / "w.txt"), "x",
-            match=outside(str(tmp_path / "outside" / "w.txt")))
+    refused(
+        fs.write,
+        ctx,
+        str(tmp_path / "outside" / "w.txt"),
+        "x",
+        match=outside(str(tmp_path / "outside" / "w.txt")),
+    )
     # counterpart: absolute inside
     assert fs.read(ctx, str(ctx.config.workspace / "inside.txt")) == "inside"
     assert fs.write(ctx, str(ctx.config.workspace / "abs.txt"), "ok")["path"] == "abs.txt"
@@ -105,15 +112,22 @@ def test_sibling_with_common_prefix(ctx: CallContext) -> None:
     evil = str(ctx.config.workspace) + "-evil/secret.txt"
     refused(fs.read, ctx, evil, match=outside(evil))
     refused(fs.exists, ctx, evil, match=outside(evil))
-    refused(fs_list, ctx, str(ctx.config.workspace) + "-evil",
-            match=outside(str(ctx.config.workspace) + "-evil"))
+    refused(
+        fs_list,
+        ctx,
+        str(ctx.config.workspace) + "-evil",
+        match=outside(str(ctx.config.workspace) + "-evil"),
+    )
 
 
 @pytest.mark.parametrize("kind", ["relative", "absolute"])
 def test_file_symlink_leaving(ctx: CallContext, tmp_path: Path, kind: str) -> None:
     ws = ctx.config.workspace
-    target = (tmp_path / "outside" / "secret.txt") if kind == "absolute" else Path(
-        "../outside/secret.txt")
+    target = (
+        (tmp_path / "outside" / "secret.txt")
+        if kind == "absolute"
+        else Path("../outside/secret.txt")
+    )
     os.symlink(target, ws / "leak")
     refused(fs.read, ctx, "leak", match=outside("leak"))
     refused(fs.stat, ctx, "leak", match=outside("leak"))
@@ -171,8 +185,7 @@ def test_write_through_dangling_symlink_leaving(ctx: CallContext, tmp_path: Path
 
 
 def test_proc_self_root(ctx: CallContext) -> None:
-    refused(fs.read, ctx, "/proc/self/root/etc/passwd",
-            match=outside("/proc/self/root/etc/passwd"))
+    refused(fs.read, ctx, "/proc/self/root/etc/passwd", match=outside("/proc/self/root/etc/passwd"))
     os.symlink("/proc/self/root", ctx.config.workspace / "root")
     refused(fs.read, ctx, "root/etc/passwd", match=outside("root/etc/passwd"))
     refused(fs_list, ctx, "root", match=outside("root"))
@@ -191,8 +204,14 @@ def test_proc_magic_fd_link(ctx: CallContext, tmp_path: Path) -> None:
 
 def test_nul_byte(ctx: CallContext) -> None:
     calls: list[tuple[Callable[..., object], tuple[str, ...]]] = [
-        (fs.read, ()), (fs.write, ("x",)), (fs.exists, ()), (fs.stat, ()),
-        (fs_list, ()), (fs.mkdir, ()), (fs.remove, ())]
+        (fs.read, ()),
+        (fs.write, ("x",)),
+        (fs.exists, ()),
+        (fs.stat, ()),
+        (fs_list, ()),
+        (fs.mkdir, ()),
+        (fs.remove, ()),
+    ]
     for fn, args in calls:
         with pytest.raises(JailError, match="contains a NUL byte"):
             fn(ctx, "inside.txt\x00../../etc/passwd", *args)
@@ -219,6 +238,7 @@ def test_fifo_does_not_hang(ctx: CallContext) -> None:
 
 # --------------------------------------------------------------------- protected
 
+
 def test_harness_dir_hidden(ctx: CallContext) -> None:
     msg = 'path ".harness/tools/t.md" is protected (not readable or writable by tools)'
     refused(fs.read, ctx, ".harness/tools/t.md", match=msg)
@@ -226,24 +246,51 @@ def test_harness_dir_hidden(ctx: CallContext) -> None:
     refused(fs.edit, ctx, ".harness/tools/t.md", "tool", "x", match=msg)
     refused(fs.remove, ctx, ".harness/tools/t.md", match=msg)
     refused(fs.exists, ctx, ".harness/tools/t.md", match=msg)
-    refused(fs_list, ctx, ".harness",
-            match='path ".harness" is protected (not readable or writable by tools)')
-    refused(fs.write, ctx, ".harness/hooks/new.md", "x",
-            match='path ".harness/hooks/new.md" is protected (not readable or writable by tools)')
+    refused(
+        fs_list,
+        ctx,
+        ".harness",
+        match='path ".harness" is protected (not readable or writable by tools)',
+    )
+    refused(
+        fs.write,
+        ctx,
+        ".harness/hooks/new.md",
+        "x",
+        match='path ".harness/hooks/new.md" is protected (not readable or writable by tools)',
+    )
     assert not (ctx.config.workspace / ".harness" / "hooks").exists()
     assert ".harness" not in [e["name"] for e in fs_list(ctx)]
     assert fs.glob(ctx, ".harness/**/*") == []
     assert fs.glob(ctx, ".*") == [".git"]
     assert fs.grep(ctx, "tool secret", glob=".harness/**/*") == []
-    refused(fs.grep, ctx, "tool", path=".harness",
-            match='path ".harness" is protected (not readable or writable by tools)')
-    refused(fs.read, ctx, str(ctx.config.workspace / ".harness/tools/t.md"),
-            match=f'path "{ctx.config.workspace}/.harness/tools/t.md" is protected '
-                  "(not readable or writable by tools)")
+    refused(
+        fs.grep,
+        ctx,
+        "tool",
+        path=".harness",
+        match='path ".harness" is protected (not readable or writable by tools)',
+    )
+    refused(
+        fs.read,
+        ctx,
+        str(ctx.config.workspace / ".harness/tools/t.md"),
+        match=f'path "{ctx.config.workspace}/.harness/tools/t.md" is protected '
+        "(not readable or writable by tools)",
+    )
 
 
-@pytest.mark.parametrize("path", ["harness.md", ".git/config", ".git/hooks/pre-commit",
-                                  "./.git/config", "sub/../harness.md", ".GIT/config"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "harness.md",
+        ".git/config",
+        ".git/hooks/pre-commit",
+        "./.git/config",
+        "sub/../harness.md",
+        ".GIT/config",
+    ],
+)
 def test_readonly_paths(ctx: CallContext, path: str) -> None:
     os.makedirs(ctx.config.workspace / "sub", exist_ok=True)
     msg = f'path "{path}" is protected (read-only)'
@@ -259,8 +306,14 @@ def test_readonly_paths(ctx: CallContext, path: str) -> None:
 
 
 def test_readonly_edit_and_recursive_remove(ctx: CallContext) -> None:
-    refused(fs.edit, ctx, "harness.md", "prompt", "evil",
-            match='path "harness.md" is protected (read-only)')
+    refused(
+        fs.edit,
+        ctx,
+        "harness.md",
+        "prompt",
+        "evil",
+        match='path "harness.md" is protected (read-only)',
+    )
     refused(fs.remove, ctx, ".git", recursive=True, match='path ".git" is protected (read-only)')
     with pytest.raises(BuiltinError, match="refusing to remove the workspace itself"):
         fs.remove(ctx, ".", recursive=True)
@@ -272,29 +325,45 @@ def test_symlink_into_protected(ctx: CallContext) -> None:
     os.symlink(".harness", ws / "h")
     os.symlink(".git/config", ws / "gitconf")
     os.symlink("harness.md", ws / "notes.md")
-    refused(fs.read, ctx, "h/tools/t.md",
-            match='path "h/tools/t.md" is protected (not readable or writable by tools)')
-    refused(fs.write, ctx, "h/tools/evil.md", "x",
-            match='path "h/tools/evil.md" is protected (not readable or writable by tools)')
+    refused(
+        fs.read,
+        ctx,
+        "h/tools/t.md",
+        match='path "h/tools/t.md" is protected (not readable or writable by tools)',
+    )
+    refused(
+        fs.write,
+        ctx,
+        "h/tools/evil.md",
+        "x",
+        match='path "h/tools/evil.md" is protected (not readable or writable by tools)',
+    )
     refused(fs_list, ctx, "h", match='path "h" is protected (not readable or writable by tools)')
     refused(fs.write, ctx, "gitconf", "x", match='path "gitconf" is protected (read-only)')
     refused(fs.write, ctx, "notes.md", "x", match='path "notes.md" is protected (read-only)')
-    refused(fs.edit, ctx, "notes.md", "prompt", "x",
-            match='path "notes.md" is protected (read-only)')
+    refused(
+        fs.edit, ctx, "notes.md", "prompt", "x", match='path "notes.md" is protected (read-only)'
+    )
     assert not (ws / ".harness" / "tools" / "evil.md").exists()
     assert "h" not in fs.glob(ctx, "*")
     assert fs.read(ctx, "notes.md").endswith("prompt\n")  # read-only is readable
 
 
 def test_config_protected_additions(tmp_path: Path, ws: Path) -> None:
-    cfg = Config(root=ws, workspace=ws,
-                 fs=FsConfig(protected=(*ALWAYS_PROTECTED, "docs/legal", "LICENSE")))
+    cfg = Config(
+        root=ws, workspace=ws, fs=FsConfig(protected=(*ALWAYS_PROTECTED, "docs/legal", "LICENSE"))
+    )
     ctx = CallContext(config=cfg)
     (ws / "docs" / "legal").mkdir(parents=True)
     (ws / "docs" / "legal" / "terms.md").write_text("terms")
     (ws / "LICENSE").write_text("MIT")
-    refused(fs.write, ctx, "docs/legal/terms.md", "x",
-            match='path "docs/legal/terms.md" is protected (read-only)')
+    refused(
+        fs.write,
+        ctx,
+        "docs/legal/terms.md",
+        "x",
+        match='path "docs/legal/terms.md" is protected (read-only)',
+    )
     refused(fs.write, ctx, "LICENSE", "x", match='path "LICENSE" is protected (read-only)')
     assert fs.read(ctx, "docs/legal/terms.md") == "terms"
     fs.write(ctx, "docs/other.md", "fine")
@@ -303,15 +372,43 @@ def test_config_protected_additions(tmp_path: Path, ws: Path) -> None:
 # --------------------------------------------------------------------- sensitive
 
 SENSITIVE = [
-    ".env", "deep/dir/.env", "app/.env.local", "k/server.pem", "tls.key", "b.p12", "c.pfx",
-    "id_rsa", "home/id_rsa.pub", "id_ed25519", "x/id_ecdsa_sk", ".netrc", "a/.npmrc",
-    ".pypirc", "b/.git-credentials", "svc/credentials.json", "home/.ssh/config",
-    ".ssh/known_hosts", ".aws/credentials", "u/.gnupg/pubring.kbx", ".kube/config",
-    "u/.docker/config.json", ".config/gcloud/application_default_credentials.json",
-    "Cap/.ENV", "KEYS/Server.PEM",
+    ".env",
+    "deep/dir/.env",
+    "app/.env.local",
+    "k/server.pem",
+    "tls.key",
+    "b.p12",
+    "c.pfx",
+    "id_rsa",
+    "home/id_rsa.pub",
+    "id_ed25519",
+    "x/id_ecdsa_sk",
+    ".netrc",
+    "a/.npmrc",
+    ".pypirc",
+    "b/.git-credentials",
+    "svc/credentials.json",
+    "home/.ssh/config",
+    ".ssh/known_hosts",
+    ".aws/credentials",
+    "u/.gnupg/pubring.kbx",
+    ".kube/config",
+    "u/.docker/config.json",
+    ".config/gcloud/application_default_credentials.json",
+    "Cap/.ENV",
+    "KEYS/Server.PEM",
 ]
-NOT_SENSITIVE = [".envrc", "environment.txt", "keys.txt", "config.json", ".docker/other.json",
-                 "monkey.keyboard", "ssh/config", ".config/other/x", "env.example"]
+NOT_SENSITIVE = [
+    ".envrc",
+    "environment.txt",
+    "keys.txt",
+    "config.json",
+    ".docker/other.json",
+    "monkey.keyboard",
+    "ssh/config",
+    ".config/other/x",
+    "env.example",
+]
 
 
 @pytest.mark.parametrize("rel", SENSITIVE)
@@ -344,8 +441,13 @@ def test_sensitive_directory_remove_refused(ctx: CallContext) -> None:
     (ws / "proj" / "cfg").mkdir(parents=True)
     (ws / "proj" / "cfg" / ".env").write_text("K=V")
     (ws / "proj" / "a.txt").write_text("a")
-    refused(fs.remove, ctx, "proj", recursive=True,
-            match='path "proj/cfg/.env" is a protected sensitive file')
+    refused(
+        fs.remove,
+        ctx,
+        "proj",
+        recursive=True,
+        match='path "proj/cfg/.env" is a protected sensitive file',
+    )
     assert (ws / "proj" / "a.txt").exists() and (ws / "proj" / "cfg" / ".env").exists()
 
 
@@ -375,9 +477,14 @@ def _swapper(ws: Path, name: str, stop: threading.Event, flips: list[int]) -> No
         flips[0] += 1
 
 
-def _race(ctx: CallContext, name: str, make_inside: Callable[[Path], None],
-          outside_target: str, attempt: Callable[[], None],
-          both: bool = True) -> tuple[int, int]:
+def _race(
+    ctx: CallContext,
+    name: str,
+    make_inside: Callable[[Path], None],
+    outside_target: str,
+    attempt: Callable[[], None],
+    both: bool = True,
+) -> tuple[int, int]:
     ws = ctx.config.workspace
     make_inside(ws / name)
     os.symlink(outside_target, ws / ".other")
@@ -388,8 +495,11 @@ def _race(ctx: CallContext, name: str, make_inside: Callable[[Path], None],
     try:
         # At least 500 attempts and 200 flips; keep going (up to 3000) until both outcomes
         # were seen.
-        while t.is_alive() and n < 3000 and (
-                n < 500 or flips[0] < 200 or (both and not (ok and denied))):
+        while (
+            t.is_alive()
+            and n < 3000
+            and (n < 500 or flips[0] < 200 or (both and not (ok and denied)))
+        ):
             n += 1
             try:
                 attempt()
@@ -506,18 +616,24 @@ def test_race_grep_walk_below_the_root(ctx: CallContext, tmp_path: Path) -> None
             elif p.is_dir():
                 shutil.rmtree(p)
 
-    _race(ctx, "sub/deeper/victim", inside_file, str(tmp_path / "outside" / "f"), attempt,
-          both=False)
+    _race(
+        ctx, "sub/deeper/victim", inside_file, str(tmp_path / "outside" / "f"), attempt, both=False
+    )
     clear(".other", "sub/deeper/victim")
     _race(ctx, "sub/deeper/d", inside_dir, str(tmp_path / "outside"), attempt, both=False)
     clear(".other", "sub/deeper/d")
     (ws / "sub" / "deeper" / "keep").write_text("x")
-    _race(ctx, "sub/deeper/.gitignore", lambda p: p.write_text("nothing\n"),
-          str(tmp_path / "outside" / "ignore"), attempt_ignore, both=False)
+    _race(
+        ctx,
+        "sub/deeper/.gitignore",
+        lambda p: p.write_text("nothing\n"),
+        str(tmp_path / "outside" / "ignore"),
+        attempt_ignore,
+        both=False,
+    )
 
 
-def test_race_write_below_a_directory_swapped_for_symlink(ctx: CallContext,
-                                                         tmp_path: Path) -> None:
+def test_race_write_below_a_directory_swapped_for_symlink(ctx: CallContext, tmp_path: Path) -> None:
     def inside(p: Path) -> None:
         p.mkdir()
         (p / "f").write_text("inside")
@@ -563,10 +679,8 @@ def test_symlinked_harness_dir_target_is_hidden(ctx: CallContext) -> None:
     refused(fs.stat, ctx, t, match=HIDDEN_MSG.format(t))
     refused(fs.remove, ctx, t, match=HIDDEN_MSG.format(t))
     refused(fs_list, ctx, "config/harness", match=HIDDEN_MSG.format("config/harness"))
-    refused(fs.mkdir, ctx, "config/harness/hooks",
-            match=HIDDEN_MSG.format("config/harness/hooks"))
-    refused(fs.grep, ctx, "tool", path="config/harness",
-            match=HIDDEN_MSG.format("config/harness"))
+    refused(fs.mkdir, ctx, "config/harness/hooks", match=HIDDEN_MSG.format("config/harness/hooks"))
+    refused(fs.grep, ctx, "tool", path="config/harness", match=HIDDEN_MSG.format("config/harness"))
     refused(fs.remove, ctx, "config", recursive=True, match=HIDDEN_MSG.format("config/harness"))
     abs_t = str(ws / t)
     refused(fs.read, ctx, abs_t, match=HIDDEN_MSG.format(abs_t))
@@ -587,15 +701,20 @@ def test_symlinked_git_dir_target_is_read_only(ctx: CallContext) -> None:
     _link_protected(ws)
     refused(fs.write, ctx, "gitdir/config", FSMONITOR, match=RO_MSG.format("gitdir/config"))
     refused(fs.append, ctx, "gitdir/config", FSMONITOR, match=RO_MSG.format("gitdir/config"))
-    refused(fs.edit, ctx, "gitdir/config", "[core]\n", FSMONITOR,
-            match=RO_MSG.format("gitdir/config"))
-    refused(fs.write, ctx, "gitdir/hooks/pre-commit", "#!/bin/sh\n",
-            match=RO_MSG.format("gitdir/hooks/pre-commit"))
+    refused(
+        fs.edit, ctx, "gitdir/config", "[core]\n", FSMONITOR, match=RO_MSG.format("gitdir/config")
+    )
+    refused(
+        fs.write,
+        ctx,
+        "gitdir/hooks/pre-commit",
+        "#!/bin/sh\n",
+        match=RO_MSG.format("gitdir/hooks/pre-commit"),
+    )
     refused(fs.mkdir, ctx, "gitdir/hooks", match=RO_MSG.format("gitdir/hooks"))
     refused(fs.remove, ctx, "gitdir/config", match=RO_MSG.format("gitdir/config"))
     refused(fs.remove, ctx, "gitdir", recursive=True, match=RO_MSG.format("gitdir"))
-    refused(fs.write, ctx, "./x/../gitdir/config", "x",
-            match=RO_MSG.format("./x/../gitdir/config"))
+    refused(fs.write, ctx, "./x/../gitdir/config", "x", match=RO_MSG.format("./x/../gitdir/config"))
     refused(fs.write, ctx, "GITDIR/config", "x", match=RO_MSG.format("GITDIR/config"))
     assert (ws / "gitdir" / "config").read_text() == "[core]\n"
     assert not (ws / "gitdir" / "hooks").exists()
@@ -613,8 +732,7 @@ def test_symlinked_harness_md_target_is_read_only(ctx: CallContext) -> None:
     os.rename(ws / "harness.md", ws / "docs" / "prompt.md")
     os.symlink("docs/prompt.md", ws / "harness.md")
     refused(fs.write, ctx, "docs/prompt.md", "evil", match=RO_MSG.format("docs/prompt.md"))
-    refused(fs.edit, ctx, "docs/prompt.md", "prompt", "evil",
-            match=RO_MSG.format("docs/prompt.md"))
+    refused(fs.edit, ctx, "docs/prompt.md", "prompt", "evil", match=RO_MSG.format("docs/prompt.md"))
     refused(fs.remove, ctx, "docs/prompt.md", match=RO_MSG.format("docs/prompt.md"))
     refused(fs.remove, ctx, "docs", recursive=True, match=RO_MSG.format("docs/prompt.md"))
     assert fs.read(ctx, "docs/prompt.md").endswith("prompt\n")
@@ -630,8 +748,9 @@ def test_symlinked_config_protected_entries(ws: Path) -> None:
     (ws / "third_party" / "notes.md").write_text("notes")
     os.symlink("docs/legal", ws / "legal")
     os.symlink("third_party", ws / "vendor")
-    cfg = Config(root=ws, workspace=ws,
-                 fs=FsConfig(protected=(*ALWAYS_PROTECTED, "legal", "vendor/lib")))
+    cfg = Config(
+        root=ws, workspace=ws, fs=FsConfig(protected=(*ALWAYS_PROTECTED, "legal", "vendor/lib"))
+    )
     ctx = CallContext(config=cfg)
     refused(fs.write, ctx, "docs/legal/terms.md", "x", match=RO_MSG.format("docs/legal/terms.md"))
     refused(fs.write, ctx, "third_party/lib/a.c", "x", match=RO_MSG.format("third_party/lib/a.c"))
@@ -652,8 +771,13 @@ def test_links_leading_to_a_protected_entry_cannot_be_removed(ctx: CallContext) 
     refused(fs.remove, ctx, "cfg", match=RO_MSG.format("cfg"))
     refused(fs.write, ctx, "cfg", "x", match=RO_MSG.format("cfg"))
     refused(fs.read, ctx, "cfg/tools/t.md", match=HIDDEN_MSG.format("cfg/tools/t.md"))
-    refused(fs.write, ctx, "config/harness/tools/evil.md", "x",
-            match=HIDDEN_MSG.format("config/harness/tools/evil.md"))
+    refused(
+        fs.write,
+        ctx,
+        "config/harness/tools/evil.md",
+        "x",
+        match=HIDDEN_MSG.format("config/harness/tools/evil.md"),
+    )
     assert os.path.islink(ws / "cfg")
     assert "cfg" not in fs.glob(ctx, "*")
 
@@ -685,16 +809,18 @@ def test_absolute_protected_symlink_inside(ctx: CallContext, tmp_path: Path) -> 
     refused(fs.read, ctx, ".git/secret.txt", match=outside(".git/secret.txt"))
 
 
-def test_protection_follows_a_re_pointed_entry(ctx: CallContext,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_protection_follows_a_re_pointed_entry(
+    ctx: CallContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The resolved targets are cached; a change of the tree is seen on the next call,
     also when the cache is trusted at once (no settling time)."""
     monkeypatch.setattr(jail_mod, "SETTLED_NS", 0)
     ws = ctx.config.workspace
     _link_protected(ws)
     (ws / "config" / "alt").mkdir()
-    refused(fs.write, ctx, "config/harness/x.md", "x",
-            match=HIDDEN_MSG.format("config/harness/x.md"))
+    refused(
+        fs.write, ctx, "config/harness/x.md", "x", match=HIDDEN_MSG.format("config/harness/x.md")
+    )
     fs.write(ctx, "config/alt/x.md", "x")
     before = os.stat(ws).st_ctime_ns
     while os.stat(ws).st_ctime_ns == before:  # until the directory's change time moves
@@ -704,8 +830,7 @@ def test_protection_follows_a_re_pointed_entry(ctx: CallContext,
     fs.write(ctx, "config/harness/x.md", "x")  # no longer what .harness is
 
 
-def test_race_write_below_a_directory_swapped_for_a_link_to_protected(
-        ctx: CallContext) -> None:
+def test_race_write_below_a_directory_swapped_for_a_link_to_protected(ctx: CallContext) -> None:
     """A name flipping between a plain directory and a symlink to the (symlinked)
     .harness target: a write below it never lands in the protected directory."""
     ws = ctx.config.workspace
@@ -737,6 +862,7 @@ def test_race_write_below_a_directory_swapped_for_a_link_to_protected(
 
 # --------------------------------------------------- absolute paths normalised lexically
 
+
 def test_absolute_path_normalising_inside(ctx: CallContext, tmp_path: Path) -> None:
     ws = str(ctx.config.workspace)
     name = os.path.basename(ws)
@@ -747,19 +873,33 @@ def test_absolute_path_normalising_inside(ctx: CallContext, tmp_path: Path) -> N
     assert fs.read(ctx, f"{ws}/sub/../inside.txt") == "inside"
     assert fs.exists(ctx, f"//{ws.lstrip('/')}/inside.txt")
     # real escapes stay refused, however they are spelled
-    for bad in (f"{ws}/../{name}-evil/secret.txt", f"{ws}/../outside/secret.txt",
-                f"{ws}/../{name}/../outside/secret.txt", f"{ws}/sub/../../outside/secret.txt",
-                f"{ws}/..", f"{ws}/../{name}/../../../../etc/passwd"):
+    for bad in (
+        f"{ws}/../{name}-evil/secret.txt",
+        f"{ws}/../outside/secret.txt",
+        f"{ws}/../{name}/../outside/secret.txt",
+        f"{ws}/sub/../../outside/secret.txt",
+        f"{ws}/..",
+        f"{ws}/../{name}/../../../../etc/passwd",
+    ):
         refused(fs.read, ctx, bad, match=outside(bad))
     refused(fs.write, ctx, f"{ws}/../outside/w.txt", "x", match=outside(f"{ws}/../outside/w.txt"))
     assert not (tmp_path / "outside" / "w.txt").exists()
     # relative ".." climbing above the workspace is refused as written, as before
     refused(fs.read, ctx, f"../{name}/inside.txt", match=outside(f"../{name}/inside.txt"))
     # the protected and sensitive rules apply to the normalised path
-    refused(fs.write, ctx, f"{ws}/../{name}/.git/config", "x",
-            match=RO_MSG.format(f"{ws}/../{name}/.git/config"))
-    refused(fs.read, ctx, f"{ws}/../{name}/.harness/tools/t.md",
-            match=HIDDEN_MSG.format(f"{ws}/../{name}/.harness/tools/t.md"))
+    refused(
+        fs.write,
+        ctx,
+        f"{ws}/../{name}/.git/config",
+        "x",
+        match=RO_MSG.format(f"{ws}/../{name}/.git/config"),
+    )
+    refused(
+        fs.read,
+        ctx,
+        f"{ws}/../{name}/.harness/tools/t.md",
+        match=HIDDEN_MSG.format(f"{ws}/../{name}/.harness/tools/t.md"),
+    )
 
 
 @pytest.mark.parametrize("kind", ["relative", "absolute"])
@@ -770,8 +910,13 @@ def test_git_file_pointing_inside_protects_the_git_dir(ctx: CallContext, kind: s
     target = "gitstore" if kind == "relative" else str(ws / "gitstore")
     (ws / ".git").write_text(f"gitdir: {target}\n")
     refused(fs.write, ctx, "gitstore/config", FSMONITOR, match=RO_MSG.format("gitstore/config"))
-    refused(fs.write, ctx, "gitstore/hooks/pre-commit", "#!/bin/sh\n",
-            match=RO_MSG.format("gitstore/hooks/pre-commit"))
+    refused(
+        fs.write,
+        ctx,
+        "gitstore/hooks/pre-commit",
+        "#!/bin/sh\n",
+        match=RO_MSG.format("gitstore/hooks/pre-commit"),
+    )
     refused(fs.write, ctx, ".git", "gitdir: elsewhere\n", match=RO_MSG.format(".git"))
     assert fs.read(ctx, "gitstore/config") == "[core]\n"
     assert (ws / "gitstore" / "config").read_text() == "[core]\n"

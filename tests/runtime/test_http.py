@@ -45,8 +45,11 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
         if url.path == "/hello":
-            self._send(200, b"hello", {"X-Seen-Host": self.headers["Host"],
-                                       "Content-Type": "text/plain; charset=utf-8"})
+            self._send(
+                200,
+                b"hello",
+                {"X-Seen-Host": self.headers["Host"], "Content-Type": "text/plain; charset=utf-8"},
+            )
         elif url.path == "/redirect":
             self._send(int(q.get("code", "302")), b"", {"Location": q["to"]})
         elif url.path == "/loop":
@@ -71,8 +74,12 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/redirect"):
             self._send(302, b"", {"Location": "/headers"})
             return
-        self._send(200, json.dumps({"body": body.decode(), "ctype": self.headers["Content-Type"],
-                                    "method": "POST"}).encode())
+        self._send(
+            200,
+            json.dumps(
+                {"body": body.decode(), "ctype": self.headers["Content-Type"], "method": "POST"}
+            ).encode(),
+        )
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +96,10 @@ def port() -> Iterator[int]:
 def make_ctx(tmp_path: Path, *allowed: str, max_output: int = 65536) -> CallContext:
     config = Config(root=tmp_path, workspace=tmp_path)
     config = dataclasses.replace(
-        config, network=dataclasses.replace(config.network, allowed_domains=allowed),
-        limits=dataclasses.replace(config.limits, max_output_bytes=max_output))
+        config,
+        network=dataclasses.replace(config.network, allowed_domains=allowed),
+        limits=dataclasses.replace(config.limits, max_output_bytes=max_output),
+    )
     return CallContext(config=config)
 
 
@@ -138,8 +147,11 @@ def test_unlisted_ip_literal_refused(tmp_path: Path, port: int, host: str) -> No
 
 
 def test_unlisted_host_refused_with_how_to(tmp_path: Path) -> None:
-    with pytest.raises(BuiltinError, match=r'host "evil.test" is not in network.allowed_domains; '
-                                           r'add "evil.test"'):
+    with pytest.raises(
+        BuiltinError,
+        match=r'host "evil.test" is not in network.allowed_domains; '
+        r'add "evil.test"',
+    ):
         net.get(make_ctx(tmp_path, "example.com"), "http://evil.test/")
 
 
@@ -148,12 +160,16 @@ def test_localhost_listed_works(tmp_path: Path, port: int) -> None:
     assert r["body"] == "hello" and r["headers"]["x-seen-host"] == f"localhost:{port}"
 
 
-def test_name_resolving_to_loopback_refused_unless_listed(tmp_path: Path, port: int,
-                                                          fake_dns: dict[str, list[str]]) -> None:
+def test_name_resolving_to_loopback_refused_unless_listed(
+    tmp_path: Path, port: int, fake_dns: dict[str, list[str]]
+) -> None:
     fake_dns["api.example.com"] = ["127.0.0.1"]
     for allowed in ("example.com", "*.example.com"):
-        with pytest.raises(BuiltinError, match=r'"api.example.com" resolves to non-public '
-                                               r"address 127.0.0.1"):
+        with pytest.raises(
+            BuiltinError,
+            match=r'"api.example.com" resolves to non-public '
+            r"address 127.0.0.1",
+        ):
             net.get(make_ctx(tmp_path, allowed), f"http://api.example.com:{port}/hello")
     r = net.get(make_ctx(tmp_path, "api.example.com"), f"http://api.example.com:{port}/hello")
     assert r["body"] == "hello"
@@ -161,11 +177,27 @@ def test_name_resolving_to_loopback_refused_unless_listed(tmp_path: Path, port: 
     assert r["headers"]["x-seen-host"] == f"api.example.com:{port}"
 
 
-@pytest.mark.parametrize("addr", ["10.1.2.3", "192.168.0.1", "172.16.0.1", "169.254.169.254",
-                                  "100.64.0.1", "0.0.0.0", "224.0.0.1", "240.0.0.1", "::1",
-                                  "fe80::1", "fc00::1", "::ffff:127.0.0.1", "64:ff9b::a00:1"])
-def test_private_and_reserved_addresses_refused(tmp_path: Path, fake_dns: dict[str, list[str]],
-                                                addr: str) -> None:
+@pytest.mark.parametrize(
+    "addr",
+    [
+        "10.1.2.3",
+        "192.168.0.1",
+        "172.16.0.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "240.0.0.1",
+        "::1",
+        "fe80::1",
+        "fc00::1",
+        "::ffff:127.0.0.1",
+        "64:ff9b::a00:1",
+    ],
+)
+def test_private_and_reserved_addresses_refused(
+    tmp_path: Path, fake_dns: dict[str, list[str]], addr: str
+) -> None:
     fake_dns["api.example.com"] = ["93.184.216.34", addr]  # one bad answer is enough
     with pytest.raises(BuiltinError, match="non-public address"):
         net.get(make_ctx(tmp_path, "example.com"), "http://api.example.com/")
@@ -176,8 +208,9 @@ def test_public_addresses_pass_the_check() -> None:
         assert net.is_public(ipaddress.ip_address(addr))
 
 
-def test_resolved_once_no_rebinding(tmp_path: Path, port: int,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resolved_once_no_rebinding(
+    tmp_path: Path, port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     answers = iter([["127.0.0.1"], ["10.9.9.9"], ["10.9.9.9"]])
     calls = []
 
@@ -190,24 +223,28 @@ def test_resolved_once_no_rebinding(tmp_path: Path, port: int,
     assert r["body"] == "hello" and calls == ["api.example.com"]
 
 
-@pytest.mark.parametrize("host, allowed, expected", [
-    ("example.com", ("example.com",), (True, True)),
-    ("api.example.com", ("example.com",), (True, False)),
-    ("a.b.example.com", ("example.com",), (True, False)),
-    ("example.com", ("*.example.com",), (False, False)),
-    ("api.example.com", ("*.example.com",), (True, False)),
-    ("a.b.example.com", ("*.example.com",), (True, False)),
-    ("badexample.com", ("example.com",), (False, False)),
-    ("badexample.com", ("*.example.com",), (False, False)),
-    ("example.com.evil.net", ("example.com",), (False, False)),
-    ("example.co", ("example.com",), (False, False)),
-    ("example.com", ("EXAMPLE.com.",), (True, True)),
-    ("xn--bcher-kva.de", ("bücher.de",), (True, True)),
-    ("127.0.0.1", ("localhost",), (False, False)),
-    ("::1", ("[::1]",), (True, True)),
-])
-def test_apex_and_wildcard_rules(host: str, allowed: tuple[str, ...],
-                                 expected: tuple[bool, bool]) -> None:
+@pytest.mark.parametrize(
+    "host, allowed, expected",
+    [
+        ("example.com", ("example.com",), (True, True)),
+        ("api.example.com", ("example.com",), (True, False)),
+        ("a.b.example.com", ("example.com",), (True, False)),
+        ("example.com", ("*.example.com",), (False, False)),
+        ("api.example.com", ("*.example.com",), (True, False)),
+        ("a.b.example.com", ("*.example.com",), (True, False)),
+        ("badexample.com", ("example.com",), (False, False)),
+        ("badexample.com", ("*.example.com",), (False, False)),
+        ("example.com.evil.net", ("example.com",), (False, False)),
+        ("example.co", ("example.com",), (False, False)),
+        ("example.com", ("EXAMPLE.com.",), (True, True)),
+        ("xn--bcher-kva.de", ("bücher.de",), (True, True)),
+        ("127.0.0.1", ("localhost",), (False, False)),
+        ("::1", ("[::1]",), (True, True)),
+    ],
+)
+def test_apex_and_wildcard_rules(
+    host: str, allowed: tuple[str, ...], expected: tuple[bool, bool]
+) -> None:
     assert net.host_allowed(host, allowed) == expected
 
 
@@ -216,8 +253,10 @@ def test_wildcard_does_not_allow_apex_end_to_end(tmp_path: Path) -> None:
         net.get(make_ctx(tmp_path, "*.example.com"), "http://example.com/")
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://example.com/x",
-                                 "gopher://example.com/", "data:text/plain,hi"])
+@pytest.mark.parametrize(
+    "url",
+    ["file:///etc/passwd", "ftp://example.com/x", "gopher://example.com/", "data:text/plain,hi"],
+)
 def test_non_http_scheme_refused(tmp_path: Path, url: str) -> None:
     with pytest.raises(BuiltinError, match="(is not allowed|only http and https|no host)"):
         net.get(make_ctx(tmp_path, "example.com"), url)
@@ -230,28 +269,37 @@ def test_redirect_within_allowed_host(tmp_path: Path, port: int) -> None:
 
 def test_redirect_to_refused_host(tmp_path: Path, port: int) -> None:
     with pytest.raises(BuiltinError, match='host "evil.test" is not in network.allowed_domains'):
-        net.get(make_ctx(tmp_path, "127.0.0.1"),
-                f"http://127.0.0.1:{port}/redirect?to=http://evil.test/")
+        net.get(
+            make_ctx(tmp_path, "127.0.0.1"),
+            f"http://127.0.0.1:{port}/redirect?to=http://evil.test/",
+        )
 
 
 def test_redirect_from_listed_name_to_loopback_ip_refused(tmp_path: Path, port: int) -> None:
     with pytest.raises(BuiltinError, match='IP address "127.0.0.1" is not in'):
-        net.get(make_ctx(tmp_path, "localhost"),
-                f"http://localhost:{port}/redirect?to=http://127.0.0.1:{port}/hello")
+        net.get(
+            make_ctx(tmp_path, "localhost"),
+            f"http://localhost:{port}/redirect?to=http://127.0.0.1:{port}/hello",
+        )
 
 
-def test_redirect_to_private_resolution_refused(tmp_path: Path, port: int,
-                                                fake_dns: dict[str, list[str]]) -> None:
+def test_redirect_to_private_resolution_refused(
+    tmp_path: Path, port: int, fake_dns: dict[str, list[str]]
+) -> None:
     fake_dns["internal.example.com"] = ["10.0.0.5"]
     with pytest.raises(BuiltinError, match='"internal.example.com" resolves to non-public'):
-        net.get(make_ctx(tmp_path, "127.0.0.1", "example.com"),
-                f"http://127.0.0.1:{port}/redirect?to=http://internal.example.com/")
+        net.get(
+            make_ctx(tmp_path, "127.0.0.1", "example.com"),
+            f"http://127.0.0.1:{port}/redirect?to=http://internal.example.com/",
+        )
 
 
 def test_redirect_to_file_scheme_refused(tmp_path: Path, port: int) -> None:
     with pytest.raises(BuiltinError, match='scheme "file" is not allowed'):
-        net.get(make_ctx(tmp_path, "127.0.0.1"),
-                f"http://127.0.0.1:{port}/redirect?to=file:///etc/passwd")
+        net.get(
+            make_ctx(tmp_path, "127.0.0.1"),
+            f"http://127.0.0.1:{port}/redirect?to=file:///etc/passwd",
+        )
 
 
 def test_too_many_redirects(tmp_path: Path, port: int) -> None:
@@ -261,12 +309,18 @@ def test_too_many_redirects(tmp_path: Path, port: int) -> None:
 
 def test_cross_origin_redirect_drops_credentials(tmp_path: Path, port: int) -> None:
     ctx = make_ctx(tmp_path, "127.0.0.1", "localhost")
-    r = net.get(ctx, f"http://127.0.0.1:{port}/redirect?to=http://localhost:{port}/headers",
-                headers={"Authorization": "Bearer t0ken", "X-Keep": "1"})
+    r = net.get(
+        ctx,
+        f"http://127.0.0.1:{port}/redirect?to=http://localhost:{port}/headers",
+        headers={"Authorization": "Bearer t0ken", "X-Keep": "1"},
+    )
     seen = {k.lower(): v for k, v in json.loads(r["body"]).items()}
     assert "authorization" not in seen and seen["x-keep"] == "1"
-    r = net.get(ctx, f"http://127.0.0.1:{port}/redirect?to=/headers",
-                headers={"Authorization": "Bearer t0ken"})
+    r = net.get(
+        ctx,
+        f"http://127.0.0.1:{port}/redirect?to=/headers",
+        headers={"Authorization": "Bearer t0ken"},
+    )
     assert json.loads(r["body"])["Authorization"] == "Bearer t0ken"  # same origin keeps it
 
 
@@ -302,8 +356,12 @@ def test_post_json_and_body(tmp_path: Path, port: int) -> None:
     r = net.post(ctx, f"http://127.0.0.1:{port}/echo", json={"a": [1, "é"]})
     seen = json.loads(r["body"])
     assert json.loads(seen["body"]) == {"a": [1, "é"]} and seen["ctype"] == "application/json"
-    r = net.post(ctx, f"http://127.0.0.1:{port}/echo", body="raw text",
-                 headers={"Content-Type": "text/plain"})
+    r = net.post(
+        ctx,
+        f"http://127.0.0.1:{port}/echo",
+        body="raw text",
+        headers={"Content-Type": "text/plain"},
+    )
     assert json.loads(r["body"]) == {"body": "raw text", "ctype": "text/plain", "method": "POST"}
 
 
@@ -317,20 +375,23 @@ def test_credentials_not_echoed_in_url(tmp_path: Path, port: int) -> None:
     assert r["url"] == f"http://127.0.0.1:{port}/hello"
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda c: net.get(c, 5), "url must be a string"),
-    (lambda c: net.get(c, "http://127.0.0.1/", headers=["x"]), "headers must be a dict"),
-    (lambda c: net.get(c, "http://127.0.0.1/", headers={"X": 1}), "headers must map strings"),
-    (lambda c: net.get(c, "http://127.0.0.1/", headers={"X": "a\r\nB: c"}), "invalid name"),
-    (lambda c: net.get(c, "http://127.0.0.1/", headers={"Host": "x"}), '"Host" header'),
-    (lambda c: net.get(c, "http://127.0.0.1/", timeout_ms=-1), "timeout_ms must be"),
-    (lambda c: net.get(c, "http://[bad/"), 'invalid host "%5bbad"'),
-    (lambda c: net.get(c, "http://exa mple.com/"), "invalid host"),
-    (lambda c: net.get(c, "http://a..b/"), "invalid host"),
-    (lambda c: net.post(c, "http://127.0.0.1/", body="a", json={}), "body or json, not both"),
-    (lambda c: net.post(c, "http://127.0.0.1/", body=5), "body must be a string"),
-    (lambda c: net.post(c, "http://127.0.0.1/", json={1, 2}), "not JSON-compatible"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda c: net.get(c, 5), "url must be a string"),
+        (lambda c: net.get(c, "http://127.0.0.1/", headers=["x"]), "headers must be a dict"),
+        (lambda c: net.get(c, "http://127.0.0.1/", headers={"X": 1}), "headers must map strings"),
+        (lambda c: net.get(c, "http://127.0.0.1/", headers={"X": "a\r\nB: c"}), "invalid name"),
+        (lambda c: net.get(c, "http://127.0.0.1/", headers={"Host": "x"}), '"Host" header'),
+        (lambda c: net.get(c, "http://127.0.0.1/", timeout_ms=-1), "timeout_ms must be"),
+        (lambda c: net.get(c, "http://[bad/"), 'invalid host "%5bbad"'),
+        (lambda c: net.get(c, "http://exa mple.com/"), "invalid host"),
+        (lambda c: net.get(c, "http://a..b/"), "invalid host"),
+        (lambda c: net.post(c, "http://127.0.0.1/", body="a", json={}), "body or json, not both"),
+        (lambda c: net.post(c, "http://127.0.0.1/", body=5), "body must be a string"),
+        (lambda c: net.post(c, "http://127.0.0.1/", json={1, 2}), "not JSON-compatible"),
+    ],
+)
 def test_bad_arguments(tmp_path: Path, call: Any, message: str) -> None:
     with pytest.raises(BuiltinError, match=message):
         call(make_ctx(tmp_path, "127.0.0.1"))
@@ -353,13 +414,51 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
     def sh(*args: str) -> None:
         subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
 
-    sh("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-       "-days", "2", "-subj", "/CN=test CA")
-    sh("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "leaf.key", "-out", "leaf.csr",
-       "-subj", "/CN=api.example.com")
+    sh(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test CA",
+    )
+    sh(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "leaf.key",
+        "-out",
+        "leaf.csr",
+        "-subj",
+        "/CN=api.example.com",
+    )
     (d / "ext.cnf").write_text("subjectAltName=DNS:api.example.com\n")
-    sh("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-       "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "ext.cnf")
+    sh(
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "leaf.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+    )
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     sctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -379,16 +478,18 @@ def trust(tls: tuple[int, Path], monkeypatch: pytest.MonkeyPatch) -> int:
     return tls[0]
 
 
-def test_https_pinned_address_keeps_sni_and_cert_name(tmp_path: Path, trust: int,
-                                                      fake_dns: dict[str, list[str]]) -> None:
+def test_https_pinned_address_keeps_sni_and_cert_name(
+    tmp_path: Path, trust: int, fake_dns: dict[str, list[str]]
+) -> None:
     fake_dns["api.example.com"] = ["127.0.0.1"]
     r = net.get(make_ctx(tmp_path, "api.example.com"), f"https://api.example.com:{trust}/hello")
     assert r["body"] == "hello" and r["url"] == f"https://api.example.com:{trust}/hello"
     assert r["headers"]["x-seen-host"] == f"api.example.com:{trust}"
 
 
-def test_https_certificate_for_another_name_fails(tmp_path: Path, trust: int,
-                                                  fake_dns: dict[str, list[str]]) -> None:
+def test_https_certificate_for_another_name_fails(
+    tmp_path: Path, trust: int, fake_dns: dict[str, list[str]]
+) -> None:
     fake_dns["other.example.com"] = ["127.0.0.1"]
     with pytest.raises(BuiltinError, match="failed: .*(certificate|hostname)"):
         net.get(make_ctx(tmp_path, "other.example.com"), f"https://other.example.com:{trust}/hello")

@@ -14,7 +14,7 @@ from harness.runtime.builtins.cache import MemoryCache
 from harness.runtime.context import CallContext
 from harness.runtime.workers import ProcessRuntime
 
-OK = "def run(args):\n    return {\"fine\": args.get(\"n\", 0)}\n"
+OK = 'def run(args):\n    return {"fine": args.get("n", 0)}\n'
 MEMORY = "exceeded its memory limit (512 MB)"
 
 BOMBS = {
@@ -29,7 +29,7 @@ BOMBS = {
     # growth in a loop: many small allocations until the cap
     "doubling": 'len(grow(args["n"]))',
 }
-GROW = "def grow(n):\n    s = \"xx\"\n    for i in range(n):\n        s = s + s\n    return s\n"
+GROW = 'def grow(n):\n    s = "xx"\n    for i in range(n):\n        s = s + s\n    return s\n'
 
 
 def rss_kb() -> int:
@@ -42,8 +42,7 @@ def rss_kb() -> int:
 @pytest.fixture(scope="module")
 def rt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessRuntime]:
     root = tmp_path_factory.mktemp("bombs")
-    runtime = ProcessRuntime(Config(root=root, workspace=root,
-                                    limits=Limits(max_concurrency=2)))
+    runtime = ProcessRuntime(Config(root=root, workspace=root, limits=Limits(max_concurrency=2)))
     yield runtime
     runtime.close()
 
@@ -53,8 +52,7 @@ def ctx(rt: ProcessRuntime) -> CallContext:
 
 
 @pytest.mark.parametrize("name", sorted(BOMBS))
-def test_memory_bombs_hit_the_cap_and_the_next_call_succeeds(rt: ProcessRuntime,
-                                                             name: str) -> None:
+def test_memory_bombs_hit_the_cap_and_the_next_call_succeeds(rt: ProcessRuntime, name: str) -> None:
     assert rt.run_tool(OK, "ok", 1, {}, ctx(rt), 0).status == "ok"
     before = rss_kb()
     script = GROW + "def run(args):\n    return " + BOMBS[name] + "\n"
@@ -75,17 +73,15 @@ def test_unbounded_recursion_is_an_error_result(rt: ProcessRuntime) -> None:
 
 
 def test_a_bomb_inside_a_hook_is_contained_too(rt: ProcessRuntime) -> None:
-    hook = "def handle(event, payload):\n    return block(\"x\" * 1500000000)\n"
+    hook = 'def handle(event, payload):\n    return block("x" * 1500000000)\n'
     out = rt.run_hook(hook, "hooks/h.md", 1, "tool.pre", {}, ctx(rt), 5000)
     assert (out.status, out.error) == ("memory", MEMORY)
-    when = rt.eval_when('len("y" * 1500000000) > 0', "hooks/h.md", 2, "tool.pre", {},
-                        ctx(rt), 5000)
+    when = rt.eval_when('len("y" * 1500000000) > 0', "hooks/h.md", 2, "tool.pre", {}, ctx(rt), 5000)
     assert (when.status, when.error) == ("memory", MEMORY)
 
 
 def test_the_cap_follows_limits_memory_mb(tmp_path: Path) -> None:
-    cfg = Config(root=tmp_path, workspace=tmp_path,
-                 limits=Limits(max_concurrency=1, memory_mb=256))
+    cfg = Config(root=tmp_path, workspace=tmp_path, limits=Limits(max_concurrency=1, memory_mb=256))
     with ProcessRuntime(cfg) as small:
         script = 'def run(args):\n    return len("x" * 300000000)\n'
         out = small.run_tool(script, "t", 1, {}, CallContext(config=cfg), 30000)

@@ -51,14 +51,24 @@ def read(j: Jail, path: str) -> str:
 
 # ------------------------------------------------------------------- lexical
 
+
 def test_relative(jail: Jail, ws: Path) -> None:
     assert jail.relative("a.txt") == "a.txt"
     assert jail.relative(str(ws)) == ""
     assert jail.relative(str(ws) + "/") == ""
     assert jail.relative(str(ws) + "//x/y") == "x/y"
     assert jail.relative("a/../b") == "a/../b"  # left for the resolver
-    for bad in ("..", "../x", "a/../../x", "/etc/passwd", str(ws) + "-evil",
-                str(ws) + "-evil/x", str(ws) + "/../ws-evil", "/", str(ws.parent)):
+    for bad in (
+        "..",
+        "../x",
+        "a/../../x",
+        "/etc/passwd",
+        str(ws) + "-evil",
+        str(ws) + "-evil/x",
+        str(ws) + "/../ws-evil",
+        "/",
+        str(ws.parent),
+    ):
         with pytest.raises(JailError, match=f'path "{bad}" is outside the workspace'):
             jail.relative(bad)
     with pytest.raises(JailError, match=r'path "a\\0b" contains a NUL byte'):
@@ -69,8 +79,9 @@ def test_relative(jail: Jail, ws: Path) -> None:
         jail.relative(b"a.txt")  # type: ignore[arg-type]
 
 
-def test_absolute_paths_normalised_lexically(jail: Jail, ws: Path, tmp_path: Path,
-                                            use_openat2: bool) -> None:
+def test_absolute_paths_normalised_lexically(
+    jail: Jail, ws: Path, tmp_path: Path, use_openat2: bool
+) -> None:
     n = ws.name
     assert jail.relative(f"{ws}/../{n}/a.txt") == "a.txt"
     assert jail.relative(f"{ws}/../{n}") == ""
@@ -79,8 +90,15 @@ def test_absolute_paths_normalised_lexically(jail: Jail, ws: Path, tmp_path: Pat
     assert jail.relative(f"//{str(ws).lstrip('/')}/a.txt") == "a.txt"
     assert read(jail, f"{ws}/../{n}/a.txt") == "A"
     assert jail.display(f"{ws}/../{n}/./b//c") == "b/c"
-    for bad in (f"{ws}/../{n}-evil", f"{ws}/..", f"{ws}/../{n}/../x", f"{ws}/../../{n}/x",
-                f"{ws}/a/../../{n}-evil/x", f"../{n}/a.txt", f"{ws}/../{n}/../../../../etc"):
+    for bad in (
+        f"{ws}/../{n}-evil",
+        f"{ws}/..",
+        f"{ws}/../{n}/../x",
+        f"{ws}/../../{n}/x",
+        f"{ws}/a/../../{n}-evil/x",
+        f"../{n}/a.txt",
+        f"{ws}/../{n}/../../../../etc",
+    ):
         with pytest.raises(JailError, match=f'path "{bad}" is outside the workspace'):
             jail.relative(bad)
     # the workspace reached through a symlink: either spelling normalises inside
@@ -100,8 +118,7 @@ def test_display(jail: Jail, ws: Path) -> None:
     assert jail.display(str(ws / "x" / "y.txt")) == "x/y.txt"
 
 
-def test_workspace_reached_through_a_symlink(tmp_path: Path, ws: Path,
-                                             use_openat2: bool) -> None:
+def test_workspace_reached_through_a_symlink(tmp_path: Path, ws: Path, use_openat2: bool) -> None:
     os.symlink(ws, tmp_path / "alias")
     j = Jail(tmp_path / "alias", (), use_openat2=use_openat2)
     try:
@@ -115,22 +132,64 @@ def test_workspace_reached_through_a_symlink(tmp_path: Path, ws: Path,
 
 # --------------------------------------------------------------------- rules
 
-@pytest.mark.parametrize("rel", [
-    ".env", "x/.env", ".env.production", "a.pem", "b.key", "c.p12", "d.pfx", "id_rsa",
-    "id_rsa.pub", "id_ed25519", "id_ed25519.pub", "id_ecdsa", ".netrc", ".npmrc", ".pypirc",
-    ".git-credentials", "credentials.json", ".ssh", ".ssh/config", "h/.ssh/authorized_keys",
-    ".aws/config", ".gnupg/x", ".kube/config", ".docker/config.json",
-    "h/.config/gcloud/credentials.db", ".config/gcloud", "X/.Env", "A.PEM",
-])
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        ".env",
+        "x/.env",
+        ".env.production",
+        "a.pem",
+        "b.key",
+        "c.p12",
+        "d.pfx",
+        "id_rsa",
+        "id_rsa.pub",
+        "id_ed25519",
+        "id_ed25519.pub",
+        "id_ecdsa",
+        ".netrc",
+        ".npmrc",
+        ".pypirc",
+        ".git-credentials",
+        "credentials.json",
+        ".ssh",
+        ".ssh/config",
+        "h/.ssh/authorized_keys",
+        ".aws/config",
+        ".gnupg/x",
+        ".kube/config",
+        ".docker/config.json",
+        "h/.config/gcloud/credentials.db",
+        ".config/gcloud",
+        "X/.Env",
+        "A.PEM",
+    ],
+)
 def test_sensitive(rel: str) -> None:
     assert is_sensitive(rel.split("/"))
 
 
-@pytest.mark.parametrize("rel", [
-    ".envrc", "env", "a.pem.txt", "key", "keys/notes.md", "id_rs", "netrc", "credentials.yaml",
-    ".docker", ".docker/daemon.json", ".config", ".config/git/config", "ssh/config",
-    "aws/config", "",
-])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        ".envrc",
+        "env",
+        "a.pem.txt",
+        "key",
+        "keys/notes.md",
+        "id_rs",
+        "netrc",
+        "credentials.yaml",
+        ".docker",
+        ".docker/daemon.json",
+        ".config",
+        ".config/git/config",
+        "ssh/config",
+        "aws/config",
+        "",
+    ],
+)
 def test_not_sensitive(rel: str) -> None:
     assert not is_sensitive([p for p in rel.split("/") if p])
 
@@ -142,14 +201,27 @@ def test_protected_rules(ws: Path) -> None:
         for rel in (".harness", ".harness/tools/x.md", ".HARNESS/x"):
             with pytest.raises(JailError, match="not readable or writable"):
                 j.check(rel, [rel], write=False)
-        for rel in ("harness.md", ".git/config", "docs/legal/a.md", "VERSION", "abs/x",
-                    "Harness.MD"):
+        for rel in (
+            "harness.md",
+            ".git/config",
+            "docs/legal/a.md",
+            "VERSION",
+            "abs/x",
+            "Harness.MD",
+        ):
             j.check(rel, [rel], write=False)
             with pytest.raises(JailError, match=r"is protected \(read-only\)"):
                 j.check(rel, [rel], write=True)
         # anchored at the workspace root; names merely alike are fine
-        for rel in ("sub/harness.md", "sub/.git/config", "docs/legalese.md", "harness.md.bak",
-                    ".gitignore", "escape", "VERSION2"):
+        for rel in (
+            "sub/harness.md",
+            "sub/.git/config",
+            "docs/legalese.md",
+            "harness.md.bak",
+            ".gitignore",
+            "escape",
+            "VERSION2",
+        ):
             j.check(rel, [rel], write=True)
         assert j.hidden(".harness/tools") and j.hidden("x/.env") and not j.hidden(".git")
     finally:
@@ -180,11 +252,21 @@ def test_protected_targets_follow_symlinks(ws: Path, use_openat2: bool) -> None:
     try:
         P = ProtectedTarget
         assert set(j.protected_targets()) == {
-            P(".harness", "hidden"), P(".harness", "link"), P("config/harness", "hidden"),
-            P("harness.md", "readonly"), P(".git", "readonly"), P(".git", "link"),
-            P("gitdir", "readonly"), P("d/legal", "readonly"), P("d", "link"),
-            P("docs/legal", "readonly"), P("loop", "readonly"), P("loop", "link"),
-            P("up/x", "readonly"), P("up", "link")}
+            P(".harness", "hidden"),
+            P(".harness", "link"),
+            P("config/harness", "hidden"),
+            P("harness.md", "readonly"),
+            P(".git", "readonly"),
+            P(".git", "link"),
+            P("gitdir", "readonly"),
+            P("d/legal", "readonly"),
+            P("d", "link"),
+            P("docs/legal", "readonly"),
+            P("loop", "readonly"),
+            P("loop", "link"),
+            P("up/x", "readonly"),
+            P("up", "link"),
+        }
         with pytest.raises(JailError, match="not readable or writable"):
             j.check("config/harness/x", ["config/harness/x"], write=False)
         with pytest.raises(JailError, match=r"read-only"):
@@ -199,7 +281,8 @@ def test_protected_targets_follow_symlinks(ws: Path, use_openat2: bool) -> None:
 
 
 def test_protected_targets_are_cached_until_the_tree_changes(
-        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (ws / "config" / "harness").mkdir(parents=True)
     (ws / "src").mkdir()
     os.symlink("config/harness", ws / ".harness")
@@ -222,12 +305,12 @@ def test_protected_targets_are_cached_until_the_tree_changes(
 
     try:
         # not settled yet (just created): traced again on every open
-        monkeypatch.setattr(jail_mod, "SETTLED_NS", 10 ** 18)
+        monkeypatch.setattr(jail_mod, "SETTLED_NS", 10**18)
         read(j, "a.txt")
         read(j, "a.txt")
         assert len(traces) == 2
         # settled: traced once, then reused while nothing it looked at changes
-        monkeypatch.setattr(jail_mod, "SETTLED_NS", -(10 ** 18))
+        monkeypatch.setattr(jail_mod, "SETTLED_NS", -(10**18))
         read(j, "a.txt")
         read(j, "a.txt")
         changed(ws / "src", "x")  # not looked at
@@ -257,14 +340,20 @@ def test_builtin_protection_cannot_be_removed(ws: Path) -> None:
 
 # ---------------------------------------------------------------- resolution
 
+
 def test_resolves_inside_symlinks(jail: Jail, ws: Path) -> None:
     (ws / "d").mkdir()
     os.symlink("../a.txt", ws / "d" / "rel")
     os.symlink(ws / "a.txt", ws / "d" / "abs")
     os.symlink(ws / "d", ws / "dabs")
     os.symlink(".", ws / "self")
-    for path, real in [("d/rel", "a.txt"), ("d/abs", "a.txt"), ("dabs/rel", "a.txt"),
-                       ("self/self/a.txt", "a.txt"), ("d/../a.txt", "a.txt")]:
+    for path, real in [
+        ("d/rel", "a.txt"),
+        ("d/abs", "a.txt"),
+        ("dabs/rel", "a.txt"),
+        ("self/self/a.txt", "a.txt"),
+        ("d/../a.txt", "a.txt"),
+    ]:
         fd, got = jail.open(path)
         os.close(fd)
         assert got == real, path
@@ -307,12 +396,21 @@ def test_mode_selection(ws: Path) -> None:
 
 # ------------------------------------------------------------------- caching
 
+
 def test_one_jail_and_one_handle_per_workspace(ws: Path) -> None:
     cfg = Config(root=ws, workspace=ws)
     j = get_jail(cfg)
     assert get_jail(Config(root=ws, workspace=ws)) is j
-    assert get_jail(Config(root=ws, workspace=ws, fs=FsConfig(
-        protected=(".harness", "harness.md", ".git", "x")))) is not j
+    assert (
+        get_jail(
+            Config(
+                root=ws,
+                workspace=ws,
+                fs=FsConfig(protected=(".harness", "harness.md", ".git", "x")),
+            )
+        )
+        is not j
+    )
     read(j, "a.txt")
     fd = j._root()
     read(j, "a.txt")

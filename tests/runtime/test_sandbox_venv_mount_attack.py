@@ -24,8 +24,7 @@ pytestmark = [pytest.mark.usefixtures("start_mode")]
 
 def make_ctx(ws: Path) -> CallContext:
     config = Config(root=ws, workspace=ws)
-    config = dataclasses.replace(config, exec=dataclasses.replace(config.exec,
-                                                                  sandbox="required"))
+    config = dataclasses.replace(config, exec=dataclasses.replace(config.exec, sandbox="required"))
     return CallContext(config=config, log=lambda *a: None)
 
 
@@ -41,28 +40,41 @@ def host(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_a_command_cannot_expose_a_host_directory_through_pyvenv_cfg(
-        host: tuple[Path, Path]) -> None:
+    host: tuple[Path, Path],
+) -> None:
     ws, data = host
     assert not run(make_ctx(ws), "cat", [str(data / "secret.txt")])["ok"]
-    planted = run(make_ctx(ws), "sh", ["-c", "mkdir -p .venv && printf 'home = %s\\n' "
-                                       f"'{data}/bin' > .venv/pyvenv.cfg"])
+    planted = run(
+        make_ctx(ws),
+        "sh",
+        ["-c", f"mkdir -p .venv && printf 'home = %s\\n' '{data}/bin' > .venv/pyvenv.cfg"],
+    )
     assert planted["ok"], planted["stderr"]
     r = run(make_ctx(ws), "cat", [str(data / "secret.txt")])
     assert not r["ok"] and "host secret" not in r["stdout"]
 
 
 def test_a_command_cannot_expose_a_host_directory_through_a_venv_link(
-        host: tuple[Path, Path]) -> None:
+    host: tuple[Path, Path],
+) -> None:
     ws, data = host
-    planted = run(make_ctx(ws), "sh", ["-c", "mkdir -p .venv/bin && touch .venv/pyvenv.cfg"
-                                       f" && ln -s '{data}/bin/python3' .venv/bin/python3"])
+    planted = run(
+        make_ctx(ws),
+        "sh",
+        [
+            "-c",
+            "mkdir -p .venv/bin && touch .venv/pyvenv.cfg"
+            f" && ln -s '{data}/bin/python3' .venv/bin/python3",
+        ],
+    )
     assert planted["ok"], planted["stderr"]
     r = run(make_ctx(ws), "cat", [str(data / "secret.txt")])
     assert not r["ok"] and "host secret" not in r["stdout"]
 
 
 def test_a_real_python_install_named_by_the_venv_is_still_bound(
-        host: tuple[Path, Path], tmp_path: Path) -> None:
+    host: tuple[Path, Path], tmp_path: Path
+) -> None:
     ws, _data = host
     base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
     prefix = os.path.dirname(os.path.dirname(base))
@@ -70,11 +82,11 @@ def test_a_real_python_install_named_by_the_venv_is_still_bound(
     (ws / ".venv" / "pyvenv.cfg").write_text(f"home = {os.path.dirname(base)}\n")
     got = sandbox.toolchains(str(ws), ())
     assert any(prefix == g or prefix.startswith(g + "/") for g in got) or any(
-        prefix.startswith(r + "/") or prefix == r for r in sandbox.system_roots())
+        prefix.startswith(r + "/") or prefix == r for r in sandbox.system_roots()
+    )
 
 
-def test_a_directory_with_an_interpreter_but_no_python_install_is_not_bound(
-        tmp_path: Path) -> None:
+def test_a_directory_with_an_interpreter_but_no_python_install_is_not_bound(tmp_path: Path) -> None:
     """``~/.local`` gets ``bin/python3.12`` from uv or pipx, and its ``share`` may hold
     keyrings: a command that links ``.venv/bin/python3`` there must not have the next
     command see it. Only a real install (``lib/python3.N/os.py``) is bound."""

@@ -48,7 +48,8 @@ def ctx(ws: Path) -> CallContext:
 
 # ------------------------------------------------------------------- references
 
-def ref_walk(jail: jail_mod.Jail, root: Path, rel: str, parts: list[str]) -> set[tuple[str, str]]:
+
+def ref_walk(jail: jail_mod.Jail, root: Path, rel: str, parts: list[str]) -> set[tuple[str, str]]:  # noqa: C901
     """(path, kind) matching ``parts`` below ``root/rel``: the old fs._walk, plainly."""
     out: set[tuple[str, str]] = set()
     if not parts:
@@ -88,8 +89,11 @@ def ref_walk(jail: jail_mod.Jail, root: Path, rel: str, parts: list[str]) -> set
                 out |= ref_walk(jail, root, crel, parts)
         return out
     if any(c in head for c in "*?["):
-        names = [n for n in sorted(os.listdir(here)) if fnmatch.fnmatchcase(n, head)
-                 and (head.startswith(".") or not n.startswith("."))]
+        names = [
+            n
+            for n in sorted(os.listdir(here))
+            if fnmatch.fnmatchcase(n, head) and (head.startswith(".") or not n.startswith("."))
+        ]
     else:
         names = [head]
     for child in names:
@@ -122,30 +126,115 @@ def ref_grep(root: Path, files: list[str], pattern: str, limit: int) -> list[dic
 
 # ------------------------------------------------------------------- generated trees
 
-NAMES = ["a", "b", "B", "a-b", "a.b", "a b", "ab", "é", "x.py", "y.txt", ".hid", ".env",
-         "id_rsa", "z"]
-CHUNKS = [b"import os", b"foo", b"FOO bar", b"x", b"", b" ", b"\t", b"\r", b"\r\n", b"\n",
-          b"\n\n", b"caf\xc3\xa9", b"\xff\xfe", b"\xc3", b"\xe2\x82", b"a" * 1500,
-          b"foo" * 400, b"end\r", b"\xef\xbf\xbd"]
-PATTERNS = ["import", "^import", "o$", "^$", "x*", "", "(?i)foo", r"\bfoo\b", ".", "é",
-            r"\x{fffd}", "[^a]", r"\s+$", r"a\nb", r"\C", "foo|^x", r"\Aimport", r"o\z",
-            "(?-m)^x", r"\pL$", "\r", r"\r$", "^.{3}$", "a{1000}", r"(?s)o.*r", "[[:^alpha:]]$",
-            r"\B", "(?m)^foo", r"\x{FFFD}$", "(?i)É", "[\r]", r"[xr\r]$", "d$", r"\W$",
-            # literals (found with bytes.find): plain text, blanks, U+FFFD, a NUL
-            "foo", "FOO bar", "\t", " ", "\ufffd", "aaa", "-", "é\xff", "caf", "o\x00"]
-GLOBS = ["**/*", "*", "**/*.py", "a/**", "**/.*", "a/*", "**/a*", "**/b/*", ".hid/*",
-         "**", "a/**/*.txt", "[ab]*/**/?"]
+NAMES = [
+    "a",
+    "b",
+    "B",
+    "a-b",
+    "a.b",
+    "a b",
+    "ab",
+    "é",
+    "x.py",
+    "y.txt",
+    ".hid",
+    ".env",
+    "id_rsa",
+    "z",
+]
+CHUNKS = [
+    b"import os",
+    b"foo",
+    b"FOO bar",
+    b"x",
+    b"",
+    b" ",
+    b"\t",
+    b"\r",
+    b"\r\n",
+    b"\n",
+    b"\n\n",
+    b"caf\xc3\xa9",
+    b"\xff\xfe",
+    b"\xc3",
+    b"\xe2\x82",
+    b"a" * 1500,
+    b"foo" * 400,
+    b"end\r",
+    b"\xef\xbf\xbd",
+]
+PATTERNS = [
+    "import",
+    "^import",
+    "o$",
+    "^$",
+    "x*",
+    "",
+    "(?i)foo",
+    r"\bfoo\b",
+    ".",
+    "é",
+    r"\x{fffd}",
+    "[^a]",
+    r"\s+$",
+    r"a\nb",
+    r"\C",
+    "foo|^x",
+    r"\Aimport",
+    r"o\z",
+    "(?-m)^x",
+    r"\pL$",
+    "\r",
+    r"\r$",
+    "^.{3}$",
+    "a{1000}",
+    r"(?s)o.*r",
+    "[[:^alpha:]]$",
+    r"\B",
+    "(?m)^foo",
+    r"\x{FFFD}$",
+    "(?i)É",
+    "[\r]",
+    r"[xr\r]$",
+    "d$",
+    r"\W$",
+    # literals (found with bytes.find): plain text, blanks, U+FFFD, a NUL
+    "foo",
+    "FOO bar",
+    "\t",
+    " ",
+    "\ufffd",
+    "aaa",
+    "-",
+    "é\xff",
+    "caf",
+    "o\x00",
+]
+GLOBS = [
+    "**/*",
+    "*",
+    "**/*.py",
+    "a/**",
+    "**/.*",
+    "a/*",
+    "**/a*",
+    "**/b/*",
+    ".hid/*",
+    "**",
+    "a/**/*.txt",
+    "[ab]*/**/?",
+]
 
 
-LINK_TARGETS = ["a", "x.py", "../a", "../../outside", "/etc/passwd", "missing", ".", "..",
-                ".env"]
+LINK_TARGETS = ["a", "x.py", "../a", "../../outside", "/etc/passwd", "missing", ".", "..", ".env"]
 
 
 @s.composite
 def trees(draw: s.DrawFn) -> dict[str, bytes | str]:
     """Relative path -> file content (bytes) or symlink target (str)."""
-    paths = draw(s.lists(s.lists(s.sampled_from(NAMES), min_size=1, max_size=3),
-                         min_size=1, max_size=10))
+    paths = draw(
+        s.lists(s.lists(s.sampled_from(NAMES), min_size=1, max_size=3), min_size=1, max_size=10)
+    )
     files: dict[str, bytes | str] = {}
     for comps in paths:
         rel = "/".join(comps)
@@ -172,8 +261,9 @@ def _make(root: Path, files: dict[str, bytes | str]) -> None:
 
 
 @contextlib.contextmanager
-def grep_tree(files: dict[str, bytes | str], sub: str, portable: bool
-              ) -> Iterator[tuple[Path, CallContext, jail_mod.Jail] | None]:
+def grep_tree(
+    files: dict[str, bytes | str], sub: str, portable: bool
+) -> Iterator[tuple[Path, CallContext, jail_mod.Jail] | None]:
     """A generated tree in a temporary workspace, with the openat2 walk on or off
     (``portable``): ``(root, ctx, jail)``, or None when the start path ``sub`` goes
     through a symlink (the jail resolves those; see test_fs)."""
@@ -186,7 +276,7 @@ def grep_tree(files: dict[str, bytes | str], sub: str, portable: bool
             ctx = CallContext(config=Config(root=root, workspace=root))
             jail = jail_mod.get_jail(ctx.config, use_openat2=fs.USE_OPENAT2)
             comps = Path(sub).parts
-            if any((root.joinpath(*comps[:i + 1])).is_symlink() for i in range(len(comps))):
+            if any((root.joinpath(*comps[: i + 1])).is_symlink() for i in range(len(comps))):
                 yield None
             else:
                 yield root, ctx, jail
@@ -195,13 +285,22 @@ def grep_tree(files: dict[str, bytes | str], sub: str, portable: bool
             jail_mod.clear_jails()
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(files=trees(), pattern=s.sampled_from(PATTERNS), glob=s.sampled_from(GLOBS),
-       limit=s.sampled_from([1, 2, 3, 7, 10000]), sub=s.sampled_from([".", "a", "a/b"]),
-       walk=s.booleans())
-def test_grep_matches_reference(files: dict[str, bytes | str], pattern: str, glob: str, limit: int,
-                                sub: str, walk: bool) -> None:
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    files=trees(),
+    pattern=s.sampled_from(PATTERNS),
+    glob=s.sampled_from(GLOBS),
+    limit=s.sampled_from([1, 2, 3, 7, 10000]),
+    sub=s.sampled_from([".", "a", "a/b"]),
+    walk=s.booleans(),
+)
+def test_grep_matches_reference(
+    files: dict[str, bytes | str], pattern: str, glob: str, limit: int, sub: str, walk: bool
+) -> None:
     with grep_tree(files, sub, walk) as made:
         if made is None:
             return
@@ -212,7 +311,8 @@ def test_grep_matches_reference(files: dict[str, bytes | str], pattern: str, glo
             return
         if not (root / sub).is_dir():  # one file: the glob does not apply
             assert fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=limit) == (
-                ref_grep(root, [sub], pattern, limit))
+                ref_grep(root, [sub], pattern, limit)
+            )
             return
         base = "" if sub == "." else sub
         parts = [p for p in glob.split("/") if p not in ("", ".")]
@@ -221,37 +321,69 @@ def test_grep_matches_reference(files: dict[str, bytes | str], pattern: str, glo
         assert fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=limit) == expected
         # the glob of the same pattern: every kind, sorted
         if sub == ".":
-            assert fs.glob(ctx, glob) == sorted(p for p, _k in ref_walk(jail, root, "",
-                                                                         parts))
+            assert fs.glob(ctx, glob) == sorted(p for p, _k in ref_walk(jail, root, "", parts))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(files=trees(), pattern=s.sampled_from(PATTERNS))
-def test_grep_single_file_matches_reference(files: dict[str, bytes | str],
-                                            pattern: str) -> None:
+def test_grep_single_file_matches_reference(files: dict[str, bytes | str], pattern: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _make(root, files)
         ctx = CallContext(config=Config(root=root, workspace=root))
         try:
             for rel in sorted(files):
-                if jail_mod.get_jail(ctx.config).hidden(rel) or not (root / rel).is_file() \
-                        or any(p.is_symlink() for p in [root / rel, *(root / rel).parents]):
+                if (
+                    jail_mod.get_jail(ctx.config).hidden(rel)
+                    or not (root / rel).is_file()
+                    or any(p.is_symlink() for p in [root / rel, *(root / rel).parents])
+                ):
                     continue
                 assert fs.grep(ctx, pattern, path=rel, max_matches=10000) == ref_grep(
-                    root, [rel], pattern, 10000)
+                    root, [rel], pattern, 10000
+                )
         finally:
             jail_mod.clear_jails()
 
 
-@given(parent=s.lists(s.sampled_from([".ssh", ".docker", "config.json", ".config", "gcloud",
-                                      "a", ".harness", "x.pem", "B", ".AWS"]), max_size=3),
-       name=s.sampled_from(["config.json", "gcloud", ".env", ".env.local", "id_rsa.pub",
-                            ".harness", ".HARNESS", "a", "k.KEY", ".kube", "ok.txt"]))
+@given(
+    parent=s.lists(
+        s.sampled_from(
+            [
+                ".ssh",
+                ".docker",
+                "config.json",
+                ".config",
+                "gcloud",
+                "a",
+                ".harness",
+                "x.pem",
+                "B",
+                ".AWS",
+            ]
+        ),
+        max_size=3,
+    ),
+    name=s.sampled_from(
+        [
+            "config.json",
+            "gcloud",
+            ".env",
+            ".env.local",
+            "id_rsa.pub",
+            ".harness",
+            ".HARNESS",
+            "a",
+            "k.KEY",
+            ".kube",
+            "ok.txt",
+        ]
+    ),
+)
 def test_hidden_entry_agrees_with_hidden(parent: list[str], name: str) -> None:
     jail = jail_mod.Jail(Path("/tmp"), ("a/.harness",))
     try:
-        if any(jail.hidden("/".join(parent[:i + 1])) for i in range(len(parent))):
+        if any(jail.hidden("/".join(parent[: i + 1])) for i in range(len(parent))):
             return  # the walk never gets below a hidden directory
         folded = tuple(p.casefold() for p in parent)
         assert jail.hidden_entry(folded, name) == jail.hidden("/".join([*parent, name]))
@@ -259,16 +391,54 @@ def test_hidden_entry_agrees_with_hidden(parent: list[str], name: str) -> None:
         jail.close()
 
 
-_RULE_PARTS = ["*.py", "build/", "/top", "!keep.py", "a/**/b", "**/x", "\\#h", "d?r/", "[ab]*",
-               "*.log", "!*.log/", "sub/", "!sub/k", "\\!bang", "sp ace", "**", "c/"]
-_NAMES = ["a", "b", "x", "top", "keep.py", "m.py", "build", "dir", "sub", "k", "#h", "!bang",
-          "sp ace", "q.log", "c", "w\\z", "é"]
+_RULE_PARTS = [
+    "*.py",
+    "build/",
+    "/top",
+    "!keep.py",
+    "a/**/b",
+    "**/x",
+    "\\#h",
+    "d?r/",
+    "[ab]*",
+    "*.log",
+    "!*.log/",
+    "sub/",
+    "!sub/k",
+    "\\!bang",
+    "sp ace",
+    "**",
+    "c/",
+]
+_NAMES = [
+    "a",
+    "b",
+    "x",
+    "top",
+    "keep.py",
+    "m.py",
+    "build",
+    "dir",
+    "sub",
+    "k",
+    "#h",
+    "!bang",
+    "sp ace",
+    "q.log",
+    "c",
+    "w\\z",
+    "é",
+]
 
 
-@given(rules=s.lists(s.sampled_from(_RULE_PARTS), min_size=1, max_size=6),
-       path=s.lists(s.sampled_from(_NAMES), min_size=1, max_size=4), is_dir=s.booleans())
-def test_fast_matcher_agrees_with_check_file(rules: list[str], path: list[str],
-                                             is_dir: bool) -> None:
+@given(
+    rules=s.lists(s.sampled_from(_RULE_PARTS), min_size=1, max_size=6),
+    path=s.lists(s.sampled_from(_NAMES), min_size=1, max_size=4),
+    is_dir=s.booleans(),
+)
+def test_fast_matcher_agrees_with_check_file(
+    rules: list[str], path: list[str], is_dir: bool
+) -> None:
     spec = _search._spec("\n".join(rules).encode())
     if spec is None:
         return
@@ -277,7 +447,9 @@ def test_fast_matcher_agrees_with_check_file(rules: list[str], path: list[str],
     assert match.__name__ == "match_file"  # pathspec's backend, not the fallback
     assert match(rel)[0] == spec.check_file(rel).include
 
+
 # ------------------------------------------------------------------------ examples
+
 
 def test_grep_line_semantics(ctx: CallContext, ws: Path) -> None:
     (ws / "crlf.txt").write_bytes(b"one\r\ntwo\r\nend\r")
@@ -286,16 +458,17 @@ def test_grep_line_semantics(ctx: CallContext, ws: Path) -> None:
     (ws / "zero.bin").write_bytes(b"needle\x00")
     assert fs.grep(ctx, "[eo]$", glob="crlf.txt") == [
         {"path": "crlf.txt", "line": 1, "text": "one"},
-        {"path": "crlf.txt", "line": 2, "text": "two"}]
-    assert fs.grep(ctx, "d$", glob="crlf.txt") == [
-        {"path": "crlf.txt", "line": 3, "text": "end"}]
+        {"path": "crlf.txt", "line": 2, "text": "two"},
+    ]
+    assert fs.grep(ctx, "d$", glob="crlf.txt") == [{"path": "crlf.txt", "line": 3, "text": "end"}]
     assert fs.grep(ctx, r"caf. ok$|^\x{fffd}$") == [
         {"path": "bad.txt", "line": 1, "text": "caf\ufffd ok"},
-        {"path": "bad.txt", "line": 2, "text": "\ufffd"}]
+        {"path": "bad.txt", "line": 2, "text": "\ufffd"},
+    ]
     assert fs.grep(ctx, "needle") == [{"path": "long.txt", "line": 1, "text": "x" * 1000}]
     assert fs.grep(ctx, "x*", glob="crlf.txt", max_matches=10) == [
-        {"path": "crlf.txt", "line": n, "text": t} for n, t in [(1, "one"), (2, "two"),
-                                                                 (3, "end")]]
+        {"path": "crlf.txt", "line": n, "text": t} for n, t in [(1, "one"), (2, "two"), (3, "end")]
+    ]
 
 
 def test_grep_stops_at_max_matches_in_path_order(ctx: CallContext, ws: Path) -> None:
@@ -306,20 +479,41 @@ def test_grep_stops_at_max_matches_in_path_order(ctx: CallContext, ws: Path) -> 
     got = [(m["path"], m["line"]) for m in fs.grep(ctx, "hit", max_matches=4)]
     assert got == [("a-b/f.txt", 1), ("a-b/f.txt", 2), ("a.b/f.txt", 1), ("a.b/f.txt", 2)]
     assert [m["path"] for m in fs.grep(ctx, "hit")] == [
-        "a-b/f.txt", "a-b/f.txt", "a.b/f.txt", "a.b/f.txt", "a.txt", "a/f.txt", "a/f.txt",
-        "b/f.txt", "b/f.txt"]
+        "a-b/f.txt",
+        "a-b/f.txt",
+        "a.b/f.txt",
+        "a.b/f.txt",
+        "a.txt",
+        "a/f.txt",
+        "a/f.txt",
+        "b/f.txt",
+        "b/f.txt",
+    ]
 
 
 def _git_tree(ws: Path) -> None:
     files = {
         ".gitignore": "*.log\nbuild/\n/top.txt\n!keep.log\ndocs/*\n!docs/public/\n",
-        "a.log": "hit", "keep.log": "hit", "top.txt": "hit", "src/top.txt": "hit",
-        "build/out.txt": "hit", "src/build/x.txt": "hit", "src/main.py": "hit",
-        "src/.gitignore": "gen_*\n!keep.log\n*.tmp\n", "src/gen_a.py": "hit",
-        "src/deep/gen_b.py": "hit", "src/deep/keep.log": "hit", "src/deep/n.log": "hit",
-        "docs/private.md": "hit", "docs/public/index.md": "hit", "node_modules/m.js": "hit",
-        "notes.tmp": "hit", "src/notes.tmp": "hit", "vendor/lib.py": "hit",
-        "vendor/.gitignore": "*\n!*.py\n!.gitignore\n", "vendor/x.c": "hit",
+        "a.log": "hit",
+        "keep.log": "hit",
+        "top.txt": "hit",
+        "src/top.txt": "hit",
+        "build/out.txt": "hit",
+        "src/build/x.txt": "hit",
+        "src/main.py": "hit",
+        "src/.gitignore": "gen_*\n!keep.log\n*.tmp\n",
+        "src/gen_a.py": "hit",
+        "src/deep/gen_b.py": "hit",
+        "src/deep/keep.log": "hit",
+        "src/deep/n.log": "hit",
+        "docs/private.md": "hit",
+        "docs/public/index.md": "hit",
+        "node_modules/m.js": "hit",
+        "notes.tmp": "hit",
+        "src/notes.tmp": "hit",
+        "vendor/lib.py": "hit",
+        "vendor/.gitignore": "*\n!*.py\n!.gitignore\n",
+        "vendor/x.c": "hit",
     }
     for rel, text in files.items():
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -330,15 +524,19 @@ def _git_tree(ws: Path) -> None:
 
 def test_gitignore_agrees_with_git(ctx: CallContext, ws: Path) -> None:
     _git_tree(ws)
-    listed = subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=ws,
-                            check=True, capture_output=True, text=True).stdout.split()
+    listed = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard"],
+        cwd=ws,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     expected = sorted(p for p in listed if not any(c.startswith(".") for c in p.split("/")))
     assert [p for p in fs.glob(ctx, "**/*") if (ws / p).is_file()] == expected
     assert sorted({m["path"] for m in fs.grep(ctx, "hit")}) == expected
     everything = [p for p in fs.glob(ctx, "**/*", include_ignored=True) if (ws / p).is_file()]
     assert "build/out.txt" in everything and "node_modules/m.js" in everything
-    assert len({m["path"] for m in fs.grep(ctx, "hit", include_ignored=True)}) == len(
-        everything)
+    assert len({m["path"] for m in fs.grep(ctx, "hit", include_ignored=True)}) == len(everything)
 
 
 def test_gitignore_explicit_paths(ctx: CallContext, ws: Path) -> None:
@@ -348,7 +546,10 @@ def test_gitignore_explicit_paths(ctx: CallContext, ws: Path) -> None:
     assert [m["path"] for m in fs.grep(ctx, "hit", path="a.log")] == ["a.log"]
     # ...with the rules at and below it; rules above a non-ignored start still apply
     assert [m["path"] for m in fs.grep(ctx, "hit", path="src")] == [
-        "src/deep/keep.log", "src/main.py", "src/top.txt"]
+        "src/deep/keep.log",
+        "src/main.py",
+        "src/top.txt",
+    ]
     assert [m["path"] for m in fs.grep(ctx, "hit", path="src/deep")] == ["src/deep/keep.log"]
     assert fs.glob(ctx, "src/deep/*") == ["src/deep/keep.log"]
 
@@ -360,7 +561,11 @@ def test_fs_list_include_ignored(ctx: CallContext, ws: Path) -> None:
     shown = [e["name"] for e in fs_list(ctx, ".", include_ignored=False)]
     assert "build" not in shown and "a.log" not in shown and "keep.log" in shown
     assert [e["name"] for e in fs_list(ctx, "src", include_ignored=False)] == [
-        ".gitignore", "deep", "main.py", "top.txt"]
+        ".gitignore",
+        "deep",
+        "main.py",
+        "top.txt",
+    ]
 
 
 def test_gitignore_symlink_is_not_followed(ctx: CallContext, ws: Path, tmp_path: Path) -> None:
@@ -386,8 +591,7 @@ def test_glob_details_agree_with_stat(ctx: CallContext, ws: Path, tmp_path: Path
 
 
 def test_new_arguments_are_checked(ctx: CallContext) -> None:
-    with pytest.raises(BuiltinError, match="fs.grep: include_ignored must be a boolean, got "
-                                           "str"):
+    with pytest.raises(BuiltinError, match="fs.grep: include_ignored must be a boolean, got str"):
         fs.grep(ctx, "x", include_ignored="yes")
     with pytest.raises(BuiltinError, match="fs.glob: include_ignored must be a boolean"):
         fs.glob(ctx, "*", include_ignored=1)

@@ -51,13 +51,22 @@ def _runs(found: list[dict[str, object]]) -> list[str]:
     return out
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(files=trees(), pattern=s.sampled_from(PATTERNS), glob=s.sampled_from(GLOBS),
-       limit=s.sampled_from([1, 2, 3, 7, 10000]), sub=s.sampled_from([".", "a", "a/b"]),
-       portable=s.booleans())
-def test_walk_order_against_path_order(files: dict[str, bytes | str], pattern: str, glob: str,
-                                       limit: int, sub: str, portable: bool) -> None:
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    files=trees(),
+    pattern=s.sampled_from(PATTERNS),
+    glob=s.sampled_from(GLOBS),
+    limit=s.sampled_from([1, 2, 3, 7, 10000]),
+    sub=s.sampled_from([".", "a", "a/b"]),
+    portable=s.booleans(),
+)
+def test_walk_order_against_path_order(
+    files: dict[str, bytes | str], pattern: str, glob: str, limit: int, sub: str, portable: bool
+) -> None:
     with grep_tree(files, sub, portable) as made:
         if made is None:
             return
@@ -66,8 +75,7 @@ def test_walk_order_against_path_order(files: dict[str, bytes | str], pattern: s
             with pytest.raises(BuiltinError, match="does not exist|not a directory"):
                 fs.grep(ctx, pattern, path=sub, order="walk")
             return
-        walked = fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=limit,
-                         order="walk")
+        walked = fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=limit, order="walk")
         full = fs.grep(ctx, pattern, path=sub, glob=glob, max_matches=10000)
         if not (root / sub).is_dir():  # one file: both orders are the file's lines
             assert walked == full[:limit]
@@ -87,7 +95,7 @@ def test_walk_order_against_path_order(files: dict[str, bytes | str], pattern: s
             mine = [m for m in walked if m["path"] == path]
             every = [m for m in full if m["path"] == path]
             # ascending lines; every file complete but maybe the last, cut at the limit
-            assert mine == (every if path != runs[-1] else every[:len(mine)])
+            assert mine == (every if path != runs[-1] else every[: len(mine)])
         if limit >= len(full):  # a permutation of the path-order result
             assert sorted(walked, key=lambda m: (m["path"], m["line"])) == full
 
@@ -112,12 +120,21 @@ def test_walk_order_keeps_the_jail(ctx: CallContext, ws: Path, tmp_path: Path) -
     outside.mkdir()
     (outside / "secret.txt").write_text("hit outside\n")
     files = {
-        "ok.txt": "hit\n", "src/a.py": "hit\nhit\n", "src/deep/b.py": "x\nhit\n",
-        ".env": "hit=1\n", "src/id_rsa": "hit\n", "keys/server.pem": "hit\n",
-        ".harness/tools/t.md": "hit\n", ".hidden/f.txt": "hit\n",
-        ".gitignore": "build/\n*.log\n!keep.log\n", "build/out.txt": "hit\n",
-        "debug.log": "hit\n", "keep.log": "hit\n", "src/.gitignore": "gen_*\n",
-        "src/gen_x.py": "hit\n", "node_modules/m.js": "hit\n",
+        "ok.txt": "hit\n",
+        "src/a.py": "hit\nhit\n",
+        "src/deep/b.py": "x\nhit\n",
+        ".env": "hit=1\n",
+        "src/id_rsa": "hit\n",
+        "keys/server.pem": "hit\n",
+        ".harness/tools/t.md": "hit\n",
+        ".hidden/f.txt": "hit\n",
+        ".gitignore": "build/\n*.log\n!keep.log\n",
+        "build/out.txt": "hit\n",
+        "debug.log": "hit\n",
+        "keep.log": "hit\n",
+        "src/.gitignore": "gen_*\n",
+        "src/gen_x.py": "hit\n",
+        "node_modules/m.js": "hit\n",
     }
     for rel, text in files.items():
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -132,13 +149,20 @@ def test_walk_order_keeps_the_jail(ctx: CallContext, ws: Path, tmp_path: Path) -
         got = fs.grep(ctx, "hit", max_matches=10000, order=order)
         assert {m["path"] for m in got} == expected, order
         assert all("outside" not in m["text"] for m in got)
-        everything = {m["path"] for m in fs.grep(ctx, "hit", max_matches=10000, order=order,
-                                                 include_ignored=True)}
-        assert everything == expected | {"build/out.txt", "debug.log", "src/gen_x.py",
-                                         "node_modules/m.js"}, order
+        everything = {
+            m["path"]
+            for m in fs.grep(ctx, "hit", max_matches=10000, order=order, include_ignored=True)
+        }
+        assert everything == expected | {
+            "build/out.txt",
+            "debug.log",
+            "src/gen_x.py",
+            "node_modules/m.js",
+        }, order
         # named explicitly: an ignored directory is searched, a protected one refused
         assert [m["path"] for m in fs.grep(ctx, "hit", path="build", order=order)] == [
-            "build/out.txt"]
+            "build/out.txt"
+        ]
         with pytest.raises(BuiltinError, match='path ".harness" is protected'):
             fs.grep(ctx, "hit", path=".harness", order=order)
         assert fs.grep(ctx, "hit", glob="**/.*", order=order) == []
@@ -165,8 +189,7 @@ def test_walk_order_stops_reading_at_max_matches(ctx: CallContext, ws: Path) -> 
         got = fs.grep(ctx, "hit", max_matches=3, order="walk")
     finally:
         os.open = real_open  # type: ignore[assignment]
-    assert [(m["path"], m["line"]) for m in got] == [
-        (order[0], 1), (order[0], 2), (order[1], 1)]
+    assert [(m["path"], m["line"]) for m in got] == [(order[0], 1), (order[0], 2), (order[1], 1)]
     assert opened == order[:2]
     opened.clear()
     os.open = spy  # type: ignore[assignment]
@@ -177,16 +200,23 @@ def test_walk_order_stops_reading_at_max_matches(ctx: CallContext, ws: Path) -> 
     assert opened == sorted(order)[:2]
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    ("sorted", 'fs.grep: order must be "path" (sorted by path, the default) or "walk" '
-               '(the file system\'s order, stops reading sooner), got "sorted"'),
-    ("", 'order must be "path" .* or "walk" .*, got ""'),
-    ("PATH", 'got "PATH"'),
-    (1, "fs.grep: order must be a string, got int"),
-    (None, "fs.grep: order must be a string, got NoneType"),
-])
-def test_bad_order_is_a_clear_error(ctx: CallContext, ws: Path, value: object,
-                                    message: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "sorted",
+            'fs.grep: order must be "path" (sorted by path, the default) or "walk" '
+            '(the file system\'s order, stops reading sooner), got "sorted"',
+        ),
+        ("", 'order must be "path" .* or "walk" .*, got ""'),
+        ("PATH", 'got "PATH"'),
+        (1, "fs.grep: order must be a string, got int"),
+        (None, "fs.grep: order must be a string, got NoneType"),
+    ],
+)
+def test_bad_order_is_a_clear_error(
+    ctx: CallContext, ws: Path, value: object, message: str
+) -> None:
     (ws / "f.txt").write_text("hit\n")
     with pytest.raises(BuiltinError, match=message if value != "sorted" else None) as info:
         fs.grep(ctx, "hit", order=value)

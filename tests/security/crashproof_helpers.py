@@ -27,8 +27,7 @@ FORMS = {
 
 
 def tool_file(expr: str) -> str:
-    return ("---\nscript: |\n  def run(args):\n      return " + expr
-            + "\n---\nA deep tool.\n")
+    return "---\nscript: |\n  def run(args):\n      return " + expr + "\n---\nA deep tool.\n"
 
 
 def block_script(depth: int) -> str:
@@ -57,16 +56,22 @@ def write_root(root: Path, config: str = "") -> Path:
     (root / ".harness" / "tools").mkdir(parents=True, exist_ok=True)
     (root / ".harness" / "hooks").mkdir(parents=True, exist_ok=True)
     (root / "harness.md").write_text(
-        "---\nruntime: {isolation: inprocess}\n" + config + "---\nYou are a test agent.\n")
+        "---\nruntime: {isolation: inprocess}\n" + config + "---\nYou are a test agent.\n"
+    )
     return root
 
 
 def validate(root: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", "validate", "--root",
-                           str(root)], capture_output=True, text=True, timeout=timeout,
-                          cwd=root)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "validate", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=root,
+    )
 
 
 def python(code: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )

@@ -61,25 +61,34 @@ def _run(request_of: object) -> tuple[bytes, list[bytes]]:
 
 
 def test_a_host_header_naming_another_host_is_refused() -> None:
-    answer, seen = _run(lambda port: (f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\n"
-                                      "Host: internal-admin.example\r\n\r\n").encode())
+    answer, seen = _run(
+        lambda port: (
+            f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: internal-admin.example\r\n\r\n"
+        ).encode()
+    )
     assert answer.startswith(b"HTTP/1.1 403"), answer
     assert b"internal-admin.example" in answer
     assert not any(b"internal-admin" in s for s in seen)
 
 
 def test_a_second_request_on_the_connection_is_never_checked_so_never_sent() -> None:
-    answer, seen = _run(lambda port: (
-        f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-        "Connection: keep-alive\r\n\r\n"
-        "GET http://internal-admin.example/ HTTP/1.1\r\nHost: internal-admin.example\r\n"
-        "\r\n").encode())
+    answer, seen = _run(
+        lambda port: (
+            f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Connection: keep-alive\r\n\r\n"
+            "GET http://internal-admin.example/ HTTP/1.1\r\nHost: internal-admin.example\r\n"
+            "\r\n"
+        ).encode()
+    )
     assert b"200 OK" in answer
     assert seen and all(b"internal-admin" not in s for s in seen), seen
     assert b"connection: close" in seen[0].lower() and b"keep-alive" not in seen[0].lower()
 
 
 def test_the_right_host_still_passes() -> None:
-    answer, seen = _run(lambda port: (f"GET http://127.0.0.1:{port}/x HTTP/1.1\r\n"
-                                      f"Host: 127.0.0.1:{port}\r\n\r\n").encode())
+    answer, seen = _run(
+        lambda port: (
+            f"GET http://127.0.0.1:{port}/x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+        ).encode()
+    )
     assert b"200 OK" in answer and seen[0].startswith(b"GET http://127.0.0.1:")

@@ -22,14 +22,20 @@ def tool(body: str) -> str:
 def test_a_huge_metric_name_is_refused(tmp_path: Path, isolation: str) -> None:
     (tmp_path / ".harness" / "tools").mkdir(parents=True)
     (tmp_path / "harness.md").write_text(f"---\nruntime: {{isolation: {isolation}}}\n---\nA\n")
-    (tmp_path / ".harness" / "tools" / "m.md").write_text(tool(
-        'big = "x" * 1000000\n'
-        'for i in range(3):\n'
-        '    metrics.incr(big + str(i))\n'
-        'return len(metrics.snapshot())'))
-    (tmp_path / ".harness" / "tools" / "ok.md").write_text(tool(
-        f'metrics.incr("n" * {MAX_METRIC_NAME})\nmetrics.set("b", 2)\n'
-        'return metrics.snapshot()["b"]'))
+    (tmp_path / ".harness" / "tools" / "m.md").write_text(
+        tool(
+            'big = "x" * 1000000\n'
+            "for i in range(3):\n"
+            "    metrics.incr(big + str(i))\n"
+            "return len(metrics.snapshot())"
+        )
+    )
+    (tmp_path / ".harness" / "tools" / "ok.md").write_text(
+        tool(
+            f'metrics.incr("n" * {MAX_METRIC_NAME})\nmetrics.set("b", 2)\n'
+            'return metrics.snapshot()["b"]'
+        )
+    )
     with harness.load(tmp_path) as h:
         r = h.call("m")
         assert r.is_error and f"at most {MAX_METRIC_NAME} characters" in r.text, r.text

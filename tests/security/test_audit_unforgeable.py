@@ -30,11 +30,11 @@ Tries to forge audit records.
 
 
 @pytest.mark.parametrize("isolation", ["inprocess", "process"])
-def test_log_fields_never_replace_the_keys_harness_writes(tmp_path: Path,
-                                                          isolation: str) -> None:
+def test_log_fields_never_replace_the_keys_harness_writes(tmp_path: Path, isolation: str) -> None:
     root = write_root(tmp_path, config="audit: {path: audit.jsonl}\n")
-    text = (root / "harness.md").read_text().replace("isolation: inprocess",
-                                                     f"isolation: {isolation}")
+    text = (
+        (root / "harness.md").read_text().replace("isolation: inprocess", f"isolation: {isolation}")
+    )
     (root / "harness.md").write_text(text)
     (root / ".harness" / "tools" / "forger.md").write_text(FORGER)
     with harness.load(root) as h, h.session() as s:
@@ -47,9 +47,15 @@ def test_log_fields_never_replace_the_keys_harness_writes(tmp_path: Path,
     assert forged["session"] == session_id and forged["tool"] == "forger"
     assert forged["level"] == "info" and not forged["time"].startswith("1999")
     assert forged["fields"] == {
-        "time": "1999-01-01T00:00:00.000Z", "session": "someone-else", "event": "tool.result",
-        "tool": "innocent", "level": "debug", "message": "nothing happened",
-        "call_id": "call-0", "fields": "flat"}
+        "time": "1999-01-01T00:00:00.000Z",
+        "session": "someone-else",
+        "event": "tool.result",
+        "tool": "innocent",
+        "level": "debug",
+        "message": "nothing happened",
+        "call_id": "call-0",
+        "fields": "flat",
+    }
     assert "call_id" not in forged
     assert plain["level"] == "warn" and "fields" not in plain
     # No record claims the session or time the script wrote.

@@ -42,24 +42,31 @@ def _expect_problem(out: str, path: str, line: int) -> None:
 
 
 def test_validate_reports_deep_nesting_in_every_kind_of_script(tmp_path: Path) -> None:
-    root = write_root(tmp_path, config=textwrap.dedent("""\
+    root = write_root(
+        tmp_path,
+        config=textwrap.dedent("""\
         tools:
           - name: inline_deep
             description: Deep inline tool.
             script: |
               def run(args):
                   return {expr}
-        """).replace("{expr}", FORMS["list"](20000)))
+        """).replace("{expr}", FORMS["list"](20000)),
+    )
     tools, hooks = root / ".harness" / "tools", root / ".harness" / "hooks"
     (tools / "plus.md").write_text(tool_file(FORMS["plus"](100000)))
     (tools / "calls.md").write_text(tool_file(FORMS["call"](20000)))
     (tools / "elifs.md").write_text(script_tool_file(elif_script(6000)))
     (hooks / "unary.md").write_text(
         "---\nevent: tool.pre\nscript: |\n  def handle(event, payload):\n      x = "
-        + FORMS["unary"](20000) + "\n      return allow()\n---\nDeep hook.\n")
+        + FORMS["unary"](20000)
+        + "\n      return allow()\n---\nDeep hook.\n"
+    )
     (hooks / "when.md").write_text(
-        "---\nevent: tool.pre\nwhen: |\n  " + FORMS["plus"](100000)
-        + "\nscript: |\n  def handle(event, payload):\n      return allow()\n---\nDeep when.\n")
+        "---\nevent: tool.pre\nwhen: |\n  "
+        + FORMS["plus"](100000)
+        + "\nscript: |\n  def handle(event, payload):\n      return allow()\n---\nDeep when.\n"
+    )
     done = validate(root)
     assert done.returncode == 1, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
     out = done.stdout
@@ -75,19 +82,25 @@ def test_validate_reports_deep_nesting_in_every_kind_of_script(tmp_path: Path) -
 def test_load_refuses_deep_script_with_the_file_and_line(tmp_path: Path) -> None:
     root = write_root(tmp_path)
     (root / ".harness" / "tools" / "deep.md").write_text(tool_file(FORMS["dict"](20000)))
-    done = python("import harness\ntry:\n    harness.load('.')\nexcept harness.LoadError as e:"
-                  "\n    print(e)\n", root)
+    done = python(
+        "import harness\ntry:\n    harness.load('.')\nexcept harness.LoadError as e:"
+        "\n    print(e)\n",
+        root,
+    )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert ".harness/tools/deep.md:4:" in done.stdout and TOO_DEEP in done.stdout
 
 
-@pytest.mark.parametrize("script", [
-    "def run(args):\n    return " + FORMS["lambda"](3000) + "\n",
-    block_script(2500),
-    "def run(args):\n    return " + FORMS["plus"](100000) + "\n",
-], ids=["lambda", "blocks", "plus"])
-def test_runtime_refuses_deep_script_that_skipped_validation(tmp_path: Path,
-                                                              script: str) -> None:
+@pytest.mark.parametrize(
+    "script",
+    [
+        "def run(args):\n    return " + FORMS["lambda"](3000) + "\n",
+        block_script(2500),
+        "def run(args):\n    return " + FORMS["plus"](100000) + "\n",
+    ],
+    ids=["lambda", "blocks", "plus"],
+)
+def test_runtime_refuses_deep_script_that_skipped_validation(tmp_path: Path, script: str) -> None:
     """The engine checks too: a script never reaches the parser unchecked."""
     code = textwrap.dedent(f"""\
         import json
@@ -129,8 +142,7 @@ Echo.
 """
 
 
-def test_a_24kb_argument_over_mcp_is_an_error_result_and_the_server_lives(
-        tmp_path: Path) -> None:
+def test_a_24kb_argument_over_mcp_is_an_error_result_and_the_server_lives(tmp_path: Path) -> None:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     root = write_root(tmp_path / "proj", config="meta: {enabled: true}\n")
@@ -141,15 +153,19 @@ def test_a_24kb_argument_over_mcp_is_an_error_result_and_the_server_lives(
 
     async def go() -> None:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "harness.cli.main", "serve", "--root", str(root)],
-            cwd=str(root), env={"PYTHONPATH": os.pathsep.join(sys.path)})
+            command=sys.executable,
+            args=["-m", "harness.cli.main", "serve", "--root", str(root)],
+            cwd=str(root),
+            env={"PYTHONPATH": os.pathsep.join(sys.path)},
+        )
         with open(tmp_path / "serve-stderr.log", "a") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     with anyio.fail_after(60):
-                        bad = await session.call_tool("register",
-                                                      {"name": "deep", "script": script})
+                        bad = await session.call_tool(
+                            "register", {"name": "deep", "script": script}
+                        )
                         assert bad.is_error
                         text = "".join(c.text for c in bad.content if c.type == "text")
                         assert TOO_DEEP in text and 'tool "deep"' in text, text
@@ -163,8 +179,7 @@ def test_a_24kb_argument_over_mcp_is_an_error_result_and_the_server_lives(
 def test_meta_register_caps_the_script_size(tmp_path: Path) -> None:
     root = write_root(tmp_path, config="meta: {enabled: true}\n")
     (root / ".harness" / "tools" / "register.md").write_text(REGISTRAR)
-    big = "def run(args):\n" + "".join(f"    x{i} = {i}\n" for i in range(6000)) + \
-        "    return 1\n"
+    big = "def run(args):\n" + "".join(f"    x{i} = {i}\n" for i in range(6000)) + "    return 1\n"
     assert len(big) > 64 * 1024
     with harness.load(root) as h:
         result = h.call("register", {"name": "big", "script": big})
@@ -203,41 +218,89 @@ def test_ordinary_scripts_are_not_flagged() -> None:
 PLACES = ("tool", "hook", "when", "inline")
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(form=st.sampled_from(sorted(FORMS)), place=st.sampled_from(PLACES),
-       depth=st.one_of(st.integers(1, 260), st.sampled_from([3000, 20000, 60000])))
-def test_nesting_never_kills_validate(tmp_path_factory: pytest.TempPathFactory, form: str,
-                                      place: str, depth: int) -> None:
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    form=st.sampled_from(sorted(FORMS)),
+    place=st.sampled_from(PLACES),
+    depth=st.one_of(st.integers(1, 260), st.sampled_from([3000, 20000, 60000])),
+)
+def test_nesting_never_kills_validate(
+    tmp_path_factory: pytest.TempPathFactory, form: str, place: str, depth: int
+) -> None:
     """Property: validate exits 0 or 1 (with a located problem), never with a signal."""
     expr = FORMS[form](depth)
-    root = write_root(tmp_path_factory.mktemp("nest"), config=(
-        "tools:\n  - name: inline\n    description: D.\n    script: |\n      def run(args):\n"
-        "          return " + expr + "\n") if place == "inline" else "")
+    root = write_root(
+        tmp_path_factory.mktemp("nest"),
+        config=(
+            "tools:\n  - name: inline\n    description: D.\n    script: |\n      def run(args):\n"
+            "          return " + expr + "\n"
+        )
+        if place == "inline"
+        else "",
+    )
     if place == "tool":
         (root / ".harness" / "tools" / "t.md").write_text(tool_file(expr))
     elif place == "hook":
         (root / ".harness" / "hooks" / "h.md").write_text(
-            "---\nevent: tool.pre\nscript: |\n  def handle(event, payload):\n      x = " + expr
-            + "\n      return allow()\n---\nH.\n")
+            "---\nevent: tool.pre\nscript: |\n  def handle(event, payload):\n      x = "
+            + expr
+            + "\n      return allow()\n---\nH.\n"
+        )
     elif place == "when":
         (root / ".harness" / "hooks" / "h.md").write_text(
-            "---\nevent: tool.pre\nwhen: |\n  " + expr
-            + "\nscript: |\n  def handle(event, payload):\n      return allow()\n---\nH.\n")
+            "---\nevent: tool.pre\nwhen: |\n  "
+            + expr
+            + "\nscript: |\n  def handle(event, payload):\n      return allow()\n---\nH.\n"
+        )
     done = validate(root)
     assert done.returncode in (0, 1), (form, place, depth, done.returncode, done.stderr[-1500:])
     if done.returncode == 1:
         assert " error: " in done.stdout and (".md:" in done.stdout), done.stdout[-1500:]
     if depth >= 3000:
         # Refused as too deep, or (over 256 KiB of frontmatter) as too large.
-        assert done.returncode == 1 and (TOO_DEEP in done.stdout
-                                         or "[frontmatter-too-large]" in done.stdout), (
-            form, place, done.stdout[-800:])
+        assert done.returncode == 1 and (
+            TOO_DEEP in done.stdout or "[frontmatter-too-large]" in done.stdout
+        ), (form, place, done.stdout[-800:])
 
 
-_PIECES = ["(", ")", "[", "]", "{", "}", ",", ";", ":", "-", "+", "**", ".", "x", "1.5",
-           "not ", " and ", " if ", " else ", "lambda: ", "\n", "\n  ", "\n    ",
-           "\nelif x:\n", "'s'", '"""a\nb"""', "#c\n", "\\\n", "$", " in ", " for "]
+_PIECES = [
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ";",
+    ":",
+    "-",
+    "+",
+    "**",
+    ".",
+    "x",
+    "1.5",
+    "not ",
+    " and ",
+    " if ",
+    " else ",
+    "lambda: ",
+    "\n",
+    "\n  ",
+    "\n    ",
+    "\nelif x:\n",
+    "'s'",
+    '"""a\nb"""',
+    "#c\n",
+    "\\\n",
+    "$",
+    " in ",
+    " for ",
+]
 
 
 @settings(max_examples=300, deadline=None)

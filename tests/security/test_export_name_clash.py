@@ -48,27 +48,33 @@ def project(root: Path, provider: str) -> Path:
     (root / "harness.md").write_text(
         f"---\nmodel:\n  provider: {provider}\n  name: fake-model\n  api_key_env: CLASH_KEY\n"
         "runtime: {isolation: inprocess}\nmeta: {enabled: true}\n"
-        "limits: {max_tool_calls_per_turn: 5}\n---\nYou test.\n")
+        "limits: {max_tool_calls_per_turn: 5}\n---\nYou test.\n"
+    )
     return root
 
 
 def _contents(provider: str, body: dict) -> list[str]:
     if provider == "openai":
         return [m["content"] for m in body["messages"] if m["role"] == "tool"]
-    return [b.get("content", "") for b in body["messages"][-1]["content"]
-            if b.get("type") == "tool_result"]
+    return [
+        b.get("content", "")
+        for b in body["messages"][-1]["content"]
+        if b.get("type") == "tool_result"
+    ]
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_agent_loop_survives_a_clashing_registration(provider: str, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_agent_loop_survives_a_clashing_registration(
+    provider: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CLASH_KEY", "sk-not-real")
     root = project(tmp_path, provider)
-    replies = [Reply(tools=[ToolUse("register", {"name": "run.command"}, id="r1")]),
-               Reply(tools=[ToolUse("register", {"name": "made.here"}, id="r2")]),
-               Reply(tools=[ToolUse("made_here", {}, id="r3"),
-                            ToolUse("run_command", {}, id="r4")]),
-               Reply(text="done")]
+    replies = [
+        Reply(tools=[ToolUse("register", {"name": "run.command"}, id="r1")]),
+        Reply(tools=[ToolUse("register", {"name": "made.here"}, id="r2")]),
+        Reply(tools=[ToolUse("made_here", {}, id="r3"), ToolUse("run_command", {}, id="r4")]),
+        Reply(text="done"),
+    ]
     with FakeModelServer(provider, replies) as server, harness.load(root) as h:
         result = h.run("register tools", base_url=server.base_url)
     assert result.text == "done" and result.rounds == 3

@@ -52,8 +52,9 @@ class Recorder:
                     pass
                 self.heads.append(data.split(b"\r\n\r\n")[0].decode("latin-1"))
                 try:
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
-                                 b"Connection: close\r\n\r\nok")
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                    )
                 except OSError:
                     pass
 
@@ -70,29 +71,51 @@ def recorder() -> Iterator[Recorder]:
 
 def ctx(tmp_path: Path) -> CallContext:
     config = Config(root=tmp_path, workspace=tmp_path)
-    config = dataclasses.replace(config, network=dataclasses.replace(
-        config.network, allowed_domains=("127.0.0.1",)))
+    config = dataclasses.replace(
+        config, network=dataclasses.replace(config.network, allowed_domains=("127.0.0.1",))
+    )
     return CallContext(config=config)
 
 
-REFUSED = ["Transfer-Encoding", "transfer-encoding", "TRANSFER-ENCODING", "Content-Length",
-           "content-LENGTH", "Connection", "connection", "TE", "te", "Upgrade", "Keep-Alive",
-           "keep-alive", "Trailer", "Proxy-Authorization", "proxy-connection", "PROXY-Foo",
-           "Host", "HOST"]
+REFUSED = [
+    "Transfer-Encoding",
+    "transfer-encoding",
+    "TRANSFER-ENCODING",
+    "Content-Length",
+    "content-LENGTH",
+    "Connection",
+    "connection",
+    "TE",
+    "te",
+    "Upgrade",
+    "Keep-Alive",
+    "keep-alive",
+    "Trailer",
+    "Proxy-Authorization",
+    "proxy-connection",
+    "PROXY-Foo",
+    "Host",
+    "HOST",
+]
 
 
 @pytest.mark.parametrize("name", REFUSED)
 @pytest.mark.parametrize("method", ["get", "post"])
-def test_hop_by_hop_and_framing_headers_are_refused(tmp_path: Path, recorder: Recorder,
-                                                    name: str, method: str) -> None:
+def test_hop_by_hop_and_framing_headers_are_refused(
+    tmp_path: Path, recorder: Recorder, name: str, method: str
+) -> None:
     before = len(recorder.heads)
     url = f"http://127.0.0.1:{recorder.port}/x"
     with pytest.raises(BuiltinError, match=rf'http\.{method}: .*"{name}"') as info:
         if method == "get":
             net.get(ctx(tmp_path), url, headers={name: "chunked" if "ength" not in name else "5"})
         else:
-            net.post(ctx(tmp_path), url, body="hello",
-                     headers={name: "chunked" if "ength" not in name else "5"})
+            net.post(
+                ctx(tmp_path),
+                url,
+                body="hello",
+                headers={name: "chunked" if "ength" not in name else "5"},
+            )
     assert "remove it" in str(info.value)
     assert len(recorder.heads) == before  # nothing reached the server
 
@@ -100,19 +123,33 @@ def test_hop_by_hop_and_framing_headers_are_refused(tmp_path: Path, recorder: Re
 def test_smuggling_pair_never_reaches_the_wire(tmp_path: Path, recorder: Recorder) -> None:
     before = len(recorder.heads)
     with pytest.raises(BuiltinError, match="hop-by-hop or framing header"):
-        net.post(ctx(tmp_path), f"http://127.0.0.1:{recorder.port}/x", body="0\r\n\r\nGET /a",
-                 headers={"Content-Length": "4", "Transfer-Encoding": "chunked"})
+        net.post(
+            ctx(tmp_path),
+            f"http://127.0.0.1:{recorder.port}/x",
+            body="0\r\n\r\nGET /a",
+            headers={"Content-Length": "4", "Transfer-Encoding": "chunked"},
+        )
     assert len(recorder.heads) == before
 
 
-@pytest.mark.parametrize("headers", [
-    {"X-A": "a\r\nTransfer-Encoding: chunked"}, {"X-A": "a\nb"}, {"X-A": "a\rb"},
-    {"X-A": "a\x00b"}, {"X-A\r\nTransfer-Encoding": "chunked"}, {"X\nA": "b"},
-    {"X\x00A": "b"}, {"X A": "b"}, {"X:A": "b"}, {"": "b"},
-])
-def test_control_characters_in_names_and_values_are_refused(tmp_path: Path,
-                                                            recorder: Recorder,
-                                                            headers: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-A": "a\r\nTransfer-Encoding: chunked"},
+        {"X-A": "a\nb"},
+        {"X-A": "a\rb"},
+        {"X-A": "a\x00b"},
+        {"X-A\r\nTransfer-Encoding": "chunked"},
+        {"X\nA": "b"},
+        {"X\x00A": "b"},
+        {"X A": "b"},
+        {"X:A": "b"},
+        {"": "b"},
+    ],
+)
+def test_control_characters_in_names_and_values_are_refused(
+    tmp_path: Path, recorder: Recorder, headers: dict[str, str]
+) -> None:
     before = len(recorder.heads)
     with pytest.raises(BuiltinError, match="invalid name or value"):
         net.get(ctx(tmp_path), f"http://127.0.0.1:{recorder.port}/x", headers=headers)
@@ -120,9 +157,17 @@ def test_control_characters_in_names_and_values_are_refused(tmp_path: Path,
 
 
 def test_ordinary_headers_reach_the_server(tmp_path: Path, recorder: Recorder) -> None:
-    r = net.post(ctx(tmp_path), f"http://127.0.0.1:{recorder.port}/x", body="hello",
-                 headers={"Authorization": "Bearer t", "X-Trace": "a\tb", "Accept": "*/*",
-                          "Content-Type": "text/plain"})
+    r = net.post(
+        ctx(tmp_path),
+        f"http://127.0.0.1:{recorder.port}/x",
+        body="hello",
+        headers={
+            "Authorization": "Bearer t",
+            "X-Trace": "a\tb",
+            "Accept": "*/*",
+            "Content-Type": "text/plain",
+        },
+    )
     assert r["status"] == 200 and r["body"] == "ok"
     head = recorder.heads[-1].lower()
     assert "authorization: bearer t" in head and "x-trace: a\tb" in head

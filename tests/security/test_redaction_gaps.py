@@ -21,8 +21,10 @@ from harness.cli.main import cli
 from harness.redact import PATTERNS, redact, redact_text
 
 M = "[REDACTED]"
-PGP = ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF1x2abc\n=abcd\n"
-       "-----END PGP PRIVATE KEY BLOCK-----")
+PGP = (
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF1x2abc\n=abcd\n"
+    "-----END PGP PRIVATE KEY BLOCK-----"
+)
 GHP = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 AWS = "AKIAIOSFODNN7EXAMPLE"
 
@@ -79,8 +81,10 @@ OBJECTS = [
     ({GHP: 1, "ok": 2}, {M: 1, "ok": 2}),
     ({AWS: "a", GHP: "b", M: "c"}, {f"{M}#2": "a", f"{M}#3": "b", M: "c"}),
     ({"env": {"DB_PASSWORD=hunter2": True}}, {"env": {f"DB_PASSWORD={M}": True}}),
-    ({"list": [{"PASSWORD": "x"}, "export PASSWORD='y'"]},
-     {"list": [{"PASSWORD": M}, f"export PASSWORD={M}"]}),
+    (
+        {"list": [{"PASSWORD": "x"}, "export PASSWORD='y'"]},
+        {"list": [{"PASSWORD": M}, f"export PASSWORD={M}"]},
+    ),
 ]
 
 
@@ -91,8 +95,9 @@ def h(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Harness]:
     assert done.exit_code == 0, done.output
     (root / ".harness" / "tools" / "emit.md").write_text(
         "---\nparameters:\n  text: {type: string}\n  obj: {type: object}\nscript: |\n"
-        "  def run(args):\n      return args[\"text\"] if \"text\" in args else args[\"obj\"]\n"
-        "---\nReturns its argument.\n")
+        '  def run(args):\n      return args["text"] if "text" in args else args["obj"]\n'
+        "---\nReturns its argument.\n"
+    )
     with harness.load(root) as loaded:
         yield loaded
 
@@ -117,8 +122,9 @@ def test_non_secrets_are_left_alone(h: harness.Harness, text: str) -> None:
 
 
 @pytest.mark.parametrize(("value", "expected"), OBJECTS, ids=[str(o[0])[:30] for o in OBJECTS])
-def test_objects_keys_and_values(h: harness.Harness, value: dict[str, object],
-                                 expected: dict[str, object]) -> None:
+def test_objects_keys_and_values(
+    h: harness.Harness, value: dict[str, object], expected: dict[str, object]
+) -> None:
     assert through_hook(h, value) == expected
     audited = redact(value)
     assert audited == expected

@@ -179,13 +179,15 @@ class Notifications:
 
 
 @asynccontextmanager
-async def stdio_session(root: Path, *extra: str,
-                        notes: Notifications | None = None) -> AsyncIterator[Any]:
+async def stdio_session(
+    root: Path, *extra: str, notes: Notifications | None = None
+) -> AsyncIterator[Any]:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     argv = serve_argv(root, *extra)
-    params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(root),
-                                   env={"PYTHONPATH": os.pathsep.join(sys.path)})
+    params = StdioServerParameters(
+        command=argv[0], args=argv[1:], cwd=str(root), env={"PYTHONPATH": os.pathsep.join(sys.path)}
+    )
     errlog = open(root.parent / "serve-stderr.log", "a")  # noqa: SIM115
     try:
         async with stdio_client(params, errlog=errlog) as (read, write):
@@ -215,8 +217,9 @@ def stderr_log(root: Path) -> Path:
 
 
 @asynccontextmanager
-async def http_server(root: Path, *extra: str, host: str = "127.0.0.1",
-                      env: dict[str, str] | None = None) -> AsyncIterator[str]:
+async def http_server(
+    root: Path, *extra: str, host: str = "127.0.0.1", env: dict[str, str] | None = None
+) -> AsyncIterator[str]:
     """Start ``harness serve --transport http`` on a free port; yield its loopback URL."""
     import subprocess
 
@@ -225,10 +228,14 @@ async def http_server(root: Path, *extra: str, host: str = "127.0.0.1",
     start = len(log.read_text()) if log.exists() else 0
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})}
     with open(log, "a") as errlog:
-        proc = subprocess.Popen(serve_argv(root, "--transport", "http", "--port", str(port),
-                                           "--host", host, *extra),
-                                cwd=root, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=errlog)
+        proc = subprocess.Popen(
+            serve_argv(root, "--transport", "http", "--port", str(port), "--host", host, *extra),
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+        )
     try:
         await wait_for_log(log, f":{port}/mcp", start)
         with anyio.fail_after(30):
@@ -283,16 +290,25 @@ Sleeps for as many seconds as the marker says.
 def add_sleeper(root: Path) -> None:
     """A tool running `sleep MARKER` without a sandbox, and an audit trail."""
     (root / ".harness" / "tools" / "sleeper.md").write_text(SLEEPER)
-    md = (root / "harness.md").read_text().replace(
-        "limits: {max_output_bytes: 2048}\n",
-        "limits: {max_output_bytes: 2048}\nexec: {sandbox: \"off\"}\n"
-        "audit: {path: .harness/state/audit.jsonl}\n")
+    md = (
+        (root / "harness.md")
+        .read_text()
+        .replace(
+            "limits: {max_output_bytes: 2048}\n",
+            'limits: {max_output_bytes: 2048}\nexec: {sandbox: "off"}\n'
+            "audit: {path: .harness/state/audit.jsonl}\n",
+        )
+    )
     (root / "harness.md").write_text(md)
 
 
 @asynccontextmanager
-async def era_client(target: Any, mode: str, notes: Notifications | None = None,
-                     headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
+async def era_client(
+    target: Any,
+    mode: str,
+    notes: Notifications | None = None,
+    headers: dict[str, str] | None = None,
+) -> AsyncIterator[Any]:
     """The SDK's stock ``mcp.Client`` in the given protocol era.
 
     ``target`` is a project root (stdio: the client starts ``harness serve``) or the URL
@@ -302,20 +318,26 @@ async def era_client(target: Any, mode: str, notes: Notifications | None = None,
     if isinstance(target, Path):
         argv = serve_argv(target)
         server: Any = StdioServerParameters(
-            command=argv[0], args=argv[1:], cwd=str(target),
-            env={"PYTHONPATH": os.pathsep.join(sys.path)})
+            command=argv[0],
+            args=argv[1:],
+            cwd=str(target),
+            env={"PYTHONPATH": os.pathsep.join(sys.path)},
+        )
     elif headers:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        server = streamable_http_client(target, http_client=httpx2.AsyncClient(
-            headers=headers, timeout=httpx2.Timeout(30, read=300)))
+        server = streamable_http_client(
+            target,
+            http_client=httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)),
+        )
     else:
         server = target
     # The modern era as the newest clients reach it: "auto" probes server/discover
     # and adopts 2026-07-28 (a pinned version would skip the server's capabilities).
-    async with Client(server, mode="auto" if mode == MODERN else mode,
-                      message_handler=notes) as client:
+    async with Client(
+        server, mode="auto" if mode == MODERN else mode, message_handler=notes
+    ) as client:
         assert (client.protocol_version == MODERN) == (mode == MODERN)
         yield client
 

@@ -29,8 +29,9 @@ TRANSPORTS = ("stdio", "http")
 
 
 @asynccontextmanager
-async def connect(project: Path, transport: str, mode: str, *extra: str,
-                  notes: Notifications | None = None):  # noqa: ANN201
+async def connect(
+    project: Path, transport: str, mode: str, *extra: str, notes: Notifications | None = None
+):  # noqa: ANN201
     if transport == "stdio":
         # stdio: extra server options are not needed by these tests
         async with era_client(project, mode, notes) as client:
@@ -75,8 +76,7 @@ def test_spilled_output_pages_in_both_eras(project: Path, transport: str, mode: 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("mode", ERAS)
-def test_structured_content_never_exceeds_the_cap(project: Path, transport: str,
-                                                   mode: str) -> None:
+def test_structured_content_never_exceeds_the_cap(project: Path, transport: str, mode: str) -> None:
     async def go() -> None:
         async with connect(project, transport, mode) as c:
             tools = {t.name: t for t in (await c.list_tools()).tools}
@@ -102,7 +102,8 @@ def test_structured_form_over_the_cap_while_the_text_fits(project: Path) -> None
     """The wrapped form ({"result": ...}) is bigger than the text: still capped."""
     (project / ".harness" / "tools" / "edge.md").write_text(
         "---\nreturns: {type: string}\nscript: |\n  def run(args):\n"
-        "      return \"z\" * 2040\n---\nA string just under the cap.\n")
+        '      return "z" * 2040\n---\nA string just under the cap.\n'
+    )
 
     async def go() -> None:
         async with era_client(project, MODERN) as c:
@@ -119,7 +120,8 @@ def test_structured_form_over_the_cap_while_the_text_fits(project: Path) -> None
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_legacy_capabilities_are_truthful_and_no_spurious_notification(
-        project: Path, transport: str) -> None:
+    project: Path, transport: str
+) -> None:
     for name in ("send_email", "resize_image"):  # nothing can change the listing now
         (project / ".harness" / "tools" / f"{name}.md").unlink()
 
@@ -163,8 +165,9 @@ async def _first_event(c: Any, edit: Any) -> Any:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_watch_reaches_modern_clients_through_subscriptions_listen(project: Path,
-                                                                   transport: str) -> None:
+def test_watch_reaches_modern_clients_through_subscriptions_listen(
+    project: Path, transport: str
+) -> None:
     echo = project / ".harness" / "tools" / "echo.md"
 
     def edit() -> None:
@@ -178,8 +181,13 @@ def test_watch_reaches_modern_clients_through_subscriptions_listen(project: Path
             argv = serve_argv(project, "--watch", "--watch-interval", "0.1")
             import os
             import sys
-            params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(project),
-                                           env={"PYTHONPATH": os.pathsep.join(sys.path)})
+
+            params = StdioServerParameters(
+                command=argv[0],
+                args=argv[1:],
+                cwd=str(project),
+                env={"PYTHONPATH": os.pathsep.join(sys.path)},
+            )
             async with Client(params, mode="auto") as c:
                 assert c.protocol_version == MODERN
                 await _check_modern_watch(c, edit)
@@ -222,6 +230,7 @@ def test_cancelled_sleep_leaves_no_process(project: Path, transport: str, mode: 
     async def go() -> None:
         async with connect(project, transport, mode) as c:
             async with anyio.create_task_group() as tg:
+
                 async def call() -> None:
                     await c.call_tool("sleeper", {"marker": marker})
 
@@ -249,13 +258,15 @@ def test_disconnect_stops_the_call_in_a_worker(project: Path) -> None:
     """Process isolation: the worker and the command's process group are killed."""
     add_sleeper(project)
     md = project / "harness.md"
-    md.write_text(md.read_text().replace("runtime: {isolation: inprocess}",
-                                         "runtime: {isolation: process}"))
+    md.write_text(
+        md.read_text().replace("runtime: {isolation: inprocess}", "runtime: {isolation: process}")
+    )
     marker = "1777.25"
 
     async def go() -> None:
         async with http_server(project) as url:
             async with anyio.create_task_group() as tg:
+
                 async def call() -> None:
                     async with era_client(url, MODERN) as c:
                         await c.call_tool("sleeper", {"marker": marker})
@@ -279,31 +290,42 @@ def test_cancelled_starlark_loop_stops(project: Path, mode: str) -> None:
     add_sleeper(project)  # for the audit trail
     (project / ".harness" / "tools" / "spin.md").write_text(
         "---\ntimeout_ms: 120000\nscript: |\n  def run(args):\n      n = 0\n"
-        "      for i in range(2000000000):\n          n += i\n      return n\n---\nSpins.\n")
+        "      for i in range(2000000000):\n          n += i\n      return n\n---\nSpins.\n"
+    )
 
     async def go() -> None:
         async with era_client(project, mode) as c:
             async with anyio.create_task_group() as tg:
+
                 async def call() -> None:
                     await c.call_tool("spin", {})
 
                 tg.start_soon(call)
                 with anyio.fail_after(30):  # the call has started running
-                    while not any(e.get("event") == "tool.validate" and e.get("tool") == "spin"
-                                  for e in _audit_events(project)):
+                    while not any(
+                        e.get("event") == "tool.validate" and e.get("tool") == "spin"
+                        for e in _audit_events(project)
+                    ):
                         await anyio.sleep(0.05)
                 await anyio.sleep(0.5)
                 tg.cancel_scope.cancel()
             with anyio.fail_after(20):
-                while not any(e.get("event") == "tool.execute" and e.get("tool") == "spin"
-                              for e in _audit_events(project)):
+                while not any(
+                    e.get("event") == "tool.execute" and e.get("tool") == "spin"
+                    for e in _audit_events(project)
+                ):
                     await anyio.sleep(0.05)
             ok = await c.call_tool("echo", {"text": "after"})
             assert ok.structured_content == {"echo": "after"}
-        done = [e for e in _audit_events(project)
-                if e.get("event") == "tool.execute" and e.get("tool") == "spin"]
+        done = [
+            e
+            for e in _audit_events(project)
+            if e.get("event") == "tool.execute" and e.get("tool") == "spin"
+        ]
         assert done[0]["ok"] is False and done[0]["duration_ms"] < 15000
-        assert any(e.get("event") == "tool.cancelled" and e.get("tool") == "spin"
-                   for e in _audit_events(project))
+        assert any(
+            e.get("event") == "tool.cancelled" and e.get("tool") == "spin"
+            for e in _audit_events(project)
+        )
 
     anyio.run(go)

@@ -29,7 +29,8 @@ def test_http_list_call_errors_and_watch(project: Path) -> None:
                 bad = await s.call_tool("add", {"a": 1})
                 assert bad.is_error is True
                 assert tool_text(bad) == (
-                    'invalid arguments for tool "add": $.b: "b" is a required property')
+                    'invalid arguments for tool "add": $.b: "b" is a required property'
+                )
 
                 blocked = await s.call_tool("danger", {"target": "x"})
                 assert blocked.is_error is True

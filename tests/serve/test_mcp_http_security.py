@@ -30,11 +30,17 @@ TOKEN_A = "tok-A-0123456789abcdefghij"
 TOKEN_B = "tok-B-0123456789abcdefghij"
 AUTH_ENV = {"HARNESS_TEST_TOKENS": f"{TOKEN_A},{TOKEN_B}"}
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {},
-    "clientInfo": {"name": "raw", "version": "0"}}}
-HEADERS = {"Accept": "application/json, text/event-stream",
-           "Content-Type": "application/json"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 def port_of(url: str) -> int:
@@ -44,44 +50,51 @@ def port_of(url: str) -> int:
 @pytest.mark.parametrize("mode", ERAS)
 def test_bearer_token_refused_and_accepted(project: Path, mode: str) -> None:
     async def go() -> None:
-        async with http_server(project, "--auth-token-env", "HARNESS_TEST_TOKENS",
-                               env=AUTH_ENV) as url:
+        async with http_server(
+            project, "--auth-token-env", "HARNESS_TEST_TOKENS", env=AUTH_ENV
+        ) as url:
             async with httpx.AsyncClient() as raw:
                 none = await raw.post(url, json=INIT, headers=HEADERS)
                 assert none.status_code == 401
                 assert none.headers["www-authenticate"].startswith("Bearer")
-                wrong = await raw.post(url, json=INIT, headers={
-                    **HEADERS, "Authorization": "Bearer " + TOKEN_A[:-1] + "X"})
+                wrong = await raw.post(
+                    url,
+                    json=INIT,
+                    headers={**HEADERS, "Authorization": "Bearer " + TOKEN_A[:-1] + "X"},
+                )
                 assert wrong.status_code == 401
             with pytest.raises(Exception):  # noqa: B017 - the client fails to connect
                 async with era_client(url, mode):
                     pass
-            async with era_client(url, mode,
-                                  headers={"Authorization": f"Bearer {TOKEN_A}"}) as a:
+            async with era_client(url, mode, headers={"Authorization": f"Bearer {TOKEN_A}"}) as a:
                 ok = await a.call_tool("echo", {"text": "hi"})
                 assert ok.structured_content == {"echo": "hi"}
                 big = await a.call_tool("big", {})
                 ref, offset = spilled_ref(tool_text(big))
             # Refs belong to the identity that made them: another token cannot read it,
             # a new connection with the same token can.
-            async with era_client(url, mode,
-                                  headers={"Authorization": f"Bearer {TOKEN_B}"}) as b:
+            async with era_client(url, mode, headers={"Authorization": f"Bearer {TOKEN_B}"}) as b:
                 other = await b.call_tool("read_output", {"ref": ref, "offset": offset})
                 assert other.is_error is True and "unknown output ref" in tool_text(other)
-            async with era_client(url, mode,
-                                  headers={"Authorization": f"Bearer {TOKEN_A}"}) as a2:
+            async with era_client(url, mode, headers={"Authorization": f"Bearer {TOKEN_A}"}) as a2:
                 same = await a2.call_tool("read_output", {"ref": ref, "offset": offset})
                 assert same.is_error is False, tool_text(same)
 
     anyio.run(go)
 
 
-def _run_cli(project: Path, *args: str, env: dict[str, str] | None = None,
-             timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(serve_argv(project, *args), cwd=project, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
-                               **(env or {})})
+def _run_cli(
+    project: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        serve_argv(project, *args),
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})},
+    )
 
 
 def test_non_loopback_bind_requires_a_token(project: Path) -> None:
@@ -96,29 +109,40 @@ def test_non_loopback_bind_requires_a_token(project: Path) -> None:
 
 def test_foreign_host_and_origin_refused_on_an_any_address_bind(project: Path) -> None:
     async def go() -> None:
-        async with http_server(project, "--auth-token-env", "HARNESS_TEST_TOKENS",
-                               "--allowed-origin", "https://app.example.com",
-                               host="0.0.0.0", env=AUTH_ENV) as url:
+        async with http_server(
+            project,
+            "--auth-token-env",
+            "HARNESS_TEST_TOKENS",
+            "--allowed-origin",
+            "https://app.example.com",
+            host="0.0.0.0",
+            env=AUTH_ENV,
+        ) as url:
             port = port_of(url)
             auth = {**HEADERS, "Authorization": f"Bearer {TOKEN_A}"}
             async with httpx.AsyncClient() as raw:
                 host = await raw.post(url, json=INIT, headers={**auth, "Host": "evil.example"})
                 assert host.status_code == 421
-                rebound = await raw.post(url, json=INIT,
-                                         headers={**auth, "Host": f"evil.example:{port}"})
+                rebound = await raw.post(
+                    url, json=INIT, headers={**auth, "Host": f"evil.example:{port}"}
+                )
                 assert rebound.status_code == 421
-                origin = await raw.post(url, json=INIT,
-                                        headers={**auth, "Origin": "http://evil.example"})
+                origin = await raw.post(
+                    url, json=INIT, headers={**auth, "Origin": "http://evil.example"}
+                )
                 assert origin.status_code == 403
                 # Another local port is another origin (a dev server, a web page).
-                other = await raw.post(url, json=INIT, headers={
-                    **auth, "Origin": f"http://localhost:{port + 1}"})
+                other = await raw.post(
+                    url, json=INIT, headers={**auth, "Origin": f"http://localhost:{port + 1}"}
+                )
                 assert other.status_code == 403
-                same = await raw.post(url, json=INIT, headers={
-                    **auth, "Origin": f"http://127.0.0.1:{port}"})
+                same = await raw.post(
+                    url, json=INIT, headers={**auth, "Origin": f"http://127.0.0.1:{port}"}
+                )
                 assert same.status_code == 200
-                allowed = await raw.post(url, json=INIT, headers={
-                    **auth, "Origin": "https://app.example.com"})
+                allowed = await raw.post(
+                    url, json=INIT, headers={**auth, "Origin": "https://app.example.com"}
+                )
                 assert allowed.status_code == 200
                 plain = await raw.post(url, json=INIT, headers=auth)
                 assert plain.status_code == 200
@@ -133,10 +157,16 @@ def test_session_ids_never_logged(project: Path) -> None:
                 res = await raw.post(url, json=INIT, headers=HEADERS)
                 assert res.status_code == 200
                 sid = res.headers["mcp-session-id"]
-                await raw.post(url, headers={**HEADERS, "mcp-session-id": sid}, json={
-                    "jsonrpc": "2.0", "method": "notifications/initialized"})
-                await raw.post(url, headers={**HEADERS, "mcp-session-id": sid}, json={
-                    "jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+                await raw.post(
+                    url,
+                    headers={**HEADERS, "mcp-session-id": sid},
+                    json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                )
+                await raw.post(
+                    url,
+                    headers={**HEADERS, "mcp-session-id": sid},
+                    json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                )
                 await raw.delete(url, headers={**HEADERS, "mcp-session-id": sid})
             await anyio.sleep(0.5)
             assert sid not in stderr_log(project).read_text()
@@ -161,11 +191,14 @@ def test_busy_port_is_one_clean_line(project: Path) -> None:
 def test_port_zero_prints_the_chosen_port(project: Path) -> None:
     log = stderr_log(project)
     with open(log, "a") as err:
-        proc = subprocess.Popen(serve_argv(project, "--transport", "http", "--port", "0",
-                                           "--log-level", "warning"),
-                                cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=err, env={**os.environ,
-                                                 "PYTHONPATH": os.pathsep.join(sys.path)})
+        proc = subprocess.Popen(
+            serve_argv(project, "--transport", "http", "--port", "0", "--log-level", "warning"),
+            cwd=project,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
     try:
         deadline = time.monotonic() + 30
         match = None

@@ -14,8 +14,10 @@ def test_input_schema_lookup_matches_the_listing(project: Path) -> None:
     try:
         lookup = server.server.get_tool_input_schema
         assert lookup is not None
-        listed = {d["name"]: d["inputSchema"] for d in server.gen.harness.definitions(
-            "mcp", include_deferred=True)}
+        listed = {
+            d["name"]: d["inputSchema"]
+            for d in server.gen.harness.definitions("mcp", include_deferred=True)
+        }
         assert "echo" in listed and "send_email" in listed  # send_email is deferred
         for name, schema in listed.items():
             assert lookup(name) == schema, name
@@ -34,8 +36,9 @@ def test_a_reload_answers_with_the_new_schema(project: Path) -> None:
         before = server.server.get_tool_input_schema("echo")
         assert "times" in before["properties"]
         tool = project / ".harness" / "tools" / "echo.md"
-        tool.write_text(tool.read_text().replace(
-            "  times: {type: integer, minimum: 1, maximum: 3}\n", ""))
+        tool.write_text(
+            tool.read_text().replace("  times: {type: integer, minimum: 1, maximum: 3}\n", "")
+        )
         assert anyio.run(server.reload) is True
         after = server.server.get_tool_input_schema("echo")
         assert "times" not in after["properties"]

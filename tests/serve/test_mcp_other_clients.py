@@ -55,8 +55,12 @@ def test_pydantic_ai_agent_calls_a_served_tool(project: Path) -> None:
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen.extend(t.name for t in info.function_tools)
-        returns = [p for m in messages for p in getattr(m, "parts", [])
-                   if getattr(p, "part_kind", "") == "tool-return"]
+        returns = [
+            p
+            for m in messages
+            for p in getattr(m, "parts", [])
+            if getattr(p, "part_kind", "") == "tool-return"
+        ]
         if not returns:
             return ModelResponse(parts=[ToolCallPart("echo", {"text": "pong", "times": 2})])
         return ModelResponse(parts=[TextPart(f"tool said {returns[-1].content}")])
@@ -88,8 +92,20 @@ def inspector() -> str:
     if not binary.exists():
         npm = shutil.which("npm")
         assert npm is not None, "the Inspector test needs node and npm (apt-get install npm)"
-        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix",
-                        str(prefix), INSPECTOR], check=True, timeout=600)
+        subprocess.run(
+            [
+                npm,
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+                "--prefix",
+                str(prefix),
+                INSPECTOR,
+            ],
+            check=True,
+            timeout=600,
+        )
     return str(binary)
 
 
@@ -97,8 +113,7 @@ def _inspect(inspector: str, *args: str) -> dict:
     import json
     import subprocess
 
-    done = subprocess.run([inspector, "--cli", *args], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([inspector, "--cli", *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr + done.stdout
     return json.loads(done.stdout)
 
@@ -110,24 +125,49 @@ def test_inspector_cli_stdio_and_http(project: Path, inspector: str) -> None:
     from serve_helpers import serve_argv
 
     argv = serve_argv(project)
-    listed = _inspect(inspector, "-e", f"PYTHONPATH={os.pathsep.join(sys.path)}", *argv,
-                      "--method", "tools/list")
+    listed = _inspect(
+        inspector, "-e", f"PYTHONPATH={os.pathsep.join(sys.path)}", *argv, "--method", "tools/list"
+    )
     names = {t["name"] for t in listed["tools"]}
     assert {"echo", "read_output", "tool_search"} <= names
-    echo = _inspect(inspector, "-e", f"PYTHONPATH={os.pathsep.join(sys.path)}", *argv,
-                    "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=hi")
+    echo = _inspect(
+        inspector,
+        "-e",
+        f"PYTHONPATH={os.pathsep.join(sys.path)}",
+        *argv,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "text=hi",
+    )
     assert echo["structuredContent"] == {"echo": "hi"}
 
     async def go() -> None:
         async with http_server(project, "--auth-token-env", "OTHER_TOKEN", env=ENV) as url:
             auth = ["--header", f"Authorization: Bearer {TOKEN}"]
-            big = await anyio.to_thread.run_sync(lambda: _inspect(
-                inspector, url, *auth, "--method", "tools/call", "--tool-name", "big"))
+            big = await anyio.to_thread.run_sync(
+                lambda: _inspect(
+                    inspector, url, *auth, "--method", "tools/call", "--tool-name", "big"
+                )
+            )
             ref, offset = spilled_ref(big["content"][0]["text"])
             # A second Inspector process (a new connection) reads it: same token.
-            page = await anyio.to_thread.run_sync(lambda: _inspect(
-                inspector, url, *auth, "--method", "tools/call", "--tool-name", "read_output",
-                "--tool-arg", f"ref={ref}", f"offset={offset}"))
+            page = await anyio.to_thread.run_sync(
+                lambda: _inspect(
+                    inspector,
+                    url,
+                    *auth,
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    "read_output",
+                    "--tool-arg",
+                    f"ref={ref}",
+                    f"offset={offset}",
+                )
+            )
             assert "xxxx" in page["content"][0]["text"] and not page.get("isError")
 
     anyio.run(go)

@@ -35,10 +35,13 @@ Adds step to a running total kept in the cache.
 
 def use_redis(project: Path, url: str) -> None:
     md = project / "harness.md"
-    md.write_text(md.read_text().replace(
-        "limits: {max_output_bytes: 2048}\n",
-        f"limits: {{max_output_bytes: 2048}}\nstate: {{backend: redis, url: \"{url}\", "
-        f"namespace: \"{project.name}-{id(project)}\"}}\n"))
+    md.write_text(
+        md.read_text().replace(
+            "limits: {max_output_bytes: 2048}\n",
+            f'limits: {{max_output_bytes: 2048}}\nstate: {{backend: redis, url: "{url}", '
+            f'namespace: "{project.name}-{id(project)}"}}\n',
+        )
+    )
     (project / ".harness" / "tools" / "counter.md").write_text(COUNTER)
 
 
@@ -49,8 +52,10 @@ def test_two_replicas_share_refs_and_cache(project: Path, redis_url: str, mode: 
     auth = {"Authorization": f"Bearer {TOKEN}"}
 
     async def go() -> None:
-        async with http_server(project, "--auth-token-env", "REPLICA_TOKEN", env=env) as one, \
-                http_server(project, "--auth-token-env", "REPLICA_TOKEN", env=env) as two:
+        async with (
+            http_server(project, "--auth-token-env", "REPLICA_TOKEN", env=env) as one,
+            http_server(project, "--auth-token-env", "REPLICA_TOKEN", env=env) as two,
+        ):
             assert one != two
             async with era_client(one, mode, headers=auth) as a:
                 big = await a.call_tool("big", {})
@@ -75,9 +80,14 @@ def test_replica_refuses_to_start_without_its_redis(project: Path) -> None:
     from serve_helpers import serve_argv
 
     use_redis(project, "redis://127.0.0.1:1/0")
-    done = subprocess.run(serve_argv(project, "--transport", "http", "--port", "0"),
-                          cwd=project, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    done = subprocess.run(
+        serve_argv(project, "--transport", "http", "--port", "0"),
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert done.returncode == 1
     assert "cannot reach Redis at redis://127.0.0.1:1/0" in done.stderr
     assert "Traceback" not in done.stderr

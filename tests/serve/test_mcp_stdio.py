@@ -24,8 +24,15 @@ def test_initialize_lists_tools_with_schemas_and_annotations(project: Path) -> N
             tools = {t.name: t for t in listed.tools}
             # Deferred tools are hidden; tool_search is offered because some exist.
             # (read_output, the harness's own pager, may be listed as well.)
-            assert set(tools) - {"read_output"} == {"add", "big", "big_typed", "danger",
-                                                    "echo", "slow", "tool_search"}
+            assert set(tools) - {"read_output"} == {
+                "add",
+                "big",
+                "big_typed",
+                "danger",
+                "echo",
+                "slow",
+                "tool_search",
+            }
             echo = tools["echo"]
             assert echo.description == "Echo the text back."
             assert echo.input_schema == {
@@ -36,16 +43,22 @@ def test_initialize_lists_tools_with_schemas_and_annotations(project: Path) -> N
                 },
                 "required": ["text"],
             }
-            assert echo.output_schema == {"type": "object", "properties": {
-                "echo": {"type": "string"}}, "required": ["echo"]}
+            assert echo.output_schema == {
+                "type": "object",
+                "properties": {"echo": {"type": "string"}},
+                "required": ["echo"],
+            }
             assert echo.annotations is not None
             assert echo.annotations.read_only_hint is True
             assert echo.annotations.idempotent_hint is True
             assert echo.annotations.title == "Echo"
             assert tools["danger"].annotations.destructive_hint is True
             # A non-object `returns` is wrapped, as MCP requires an object schema.
-            assert tools["add"].output_schema == {"type": "object", "properties": {
-                "result": {"type": "integer"}}, "required": ["result"]}
+            assert tools["add"].output_schema == {
+                "type": "object",
+                "properties": {"result": {"type": "integer"}},
+                "required": ["result"],
+            }
             assert tools["tool_search"].annotations.read_only_hint is True
 
     run(go)
@@ -131,8 +144,7 @@ def test_no_tool_search_without_deferred_tools(project: Path) -> None:
     async def go() -> None:
         async with stdio_session(project) as s:
             names = {t.name for t in (await s.list_tools()).tools}
-            assert names - {"read_output"} == {"add", "big", "big_typed", "danger", "echo",
-                                               "slow"}
+            assert names - {"read_output"} == {"add", "big", "big_typed", "danger", "echo", "slow"}
 
     run(go)
 
@@ -174,22 +186,37 @@ def test_fast_initialize_answer_equals_the_sdks(project: Path) -> None:
     from serve_helpers import serve_argv, stderr_log
 
     for requested in ("2024-11-05", "2025-06-18", "2025-11-25", "1999-01-01"):
-        init = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
-            "protocolVersion": requested, "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}
-        lines = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                 {"jsonrpc": "2.0", "id": 8, "method": "tools/list"}]
+        init = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": requested,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        lines = [
+            init,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 8, "method": "tools/list"},
+        ]
         with open(stderr_log(project), "a") as err:
             done = subprocess.run(
-                serve_argv(project), cwd=project, stderr=err, timeout=60,
+                serve_argv(project),
+                cwd=project,
+                stderr=err,
+                timeout=60,
                 input="".join(json.dumps(m) + "\n" for m in lines).encode(),
-                stdout=subprocess.PIPE, env={**os.environ,
-                                             "PYTHONPATH": os.pathsep.join(sys.path)})
+                stdout=subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            )
         answers = [json.loads(x) for x in done.stdout.splitlines()]
         assert [a["id"] for a in answers] == [7, 8], answers  # one answer per request
         result = answers[0]["result"]
-        assert result["protocolVersion"] == (requested if requested != "1999-01-01"
-                                             else "2025-11-25")
+        assert result["protocolVersion"] == (
+            requested if requested != "1999-01-01" else "2025-11-25"
+        )
         assert result["capabilities"] == {"tools": {"listChanged": True}}
         assert "read_output" in {t["name"] for t in answers[1]["result"]["tools"]}
     log = stderr_log(project).read_text()
@@ -205,10 +232,14 @@ def test_first_line_not_json_gets_the_sdks_error(project: Path) -> None:
     from serve_helpers import serve_argv
 
     done = subprocess.run(
-        serve_argv(project), cwd=project, timeout=60, capture_output=True,
+        serve_argv(project),
+        cwd=project,
+        timeout=60,
+        capture_output=True,
         input=b'not json\n{"jsonrpc":"2.0","id":1,"method":"initialize","params":{'
-              b'"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":'
-              b'{"name":"t","version":"1"}}}\n',
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        b'"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":'
+        b'{"name":"t","version":"1"}}}\n',
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     answers = [json.loads(x) for x in done.stdout.splitlines()]
     assert answers[-1]["id"] == 1 and "result" in answers[-1]

@@ -32,13 +32,26 @@ class Raw:
     def __init__(self, root: Path, version: str = "2025-11-25") -> None:
         self.err = open(root / "serve-stderr.log", "a")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [*serve_argv(root), "--log-level", "debug"], cwd=root, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self.err,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+            [*serve_argv(root), "--log-level", "debug"],
+            cwd=root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
         self.buf = b""
-        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": version, "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}})
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            }
+        )
         assert self.read()["result"]["protocolVersion"] == version
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         # One round trip more: the SDK has then handled the notification (which makes
@@ -86,8 +99,12 @@ class Raw:
 
 def lane_ids(root: Path) -> list[int]:
     """The ids of the requests the lane served (from its debug log)."""
-    return [int(m) for m in re.findall(r"\(id (\d+)\) in the stdio lane",
-                                       (root / "serve-stderr.log").read_text())]
+    return [
+        int(m)
+        for m in re.findall(
+            r"\(id (\d+)\) in the stdio lane", (root / "serve-stderr.log").read_text()
+        )
+    ]
 
 
 def normalised(answer: dict[str, Any]) -> dict[str, Any]:
@@ -97,16 +114,16 @@ def normalised(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 CASES: list[dict[str, Any]] = [
-    {"name": "add", "arguments": {"a": 2, "b": 3}},                  # wrapped structured
+    {"name": "add", "arguments": {"a": 2, "b": 3}},  # wrapped structured
     {"name": "echo", "arguments": {"text": "héllo ✓", "times": 2}},  # object structured
-    {"name": "echo", "arguments": {"text": 5}},                      # invalid arguments
-    {"name": "echo", "arguments": {"text": "x", "extra": 1}},        # undeclared name note
-    {"name": "danger", "arguments": {"target": "db"}},               # blocked by a hook
-    {"name": "nope"},                                                # unknown tool
-    {"name": "big"},                                                 # spilled, capped text
-    {"name": "big_typed"},                                           # capped typed: isError
-    {"name": "slow"},                                                # timed out
-    {"name": "echo", "arguments": None},                             # null arguments
+    {"name": "echo", "arguments": {"text": 5}},  # invalid arguments
+    {"name": "echo", "arguments": {"text": "x", "extra": 1}},  # undeclared name note
+    {"name": "danger", "arguments": {"target": "db"}},  # blocked by a hook
+    {"name": "nope"},  # unknown tool
+    {"name": "big"},  # spilled, capped text
+    {"name": "big_typed"},  # capped typed: isError
+    {"name": "slow"},  # timed out
+    {"name": "echo", "arguments": None},  # null arguments
     {"name": "read_output", "arguments": {"ref": "missing"}},
 ]
 
@@ -125,8 +142,7 @@ def test_lane_answers_equal_the_sdk_path(project: Path, version: str) -> None:
         text = server.call(100, {"name": "big"})["result"]["content"][0]["text"]
         ref = text.split('read_output(ref="')[1].split('"')[0]
         page = {"name": "read_output", "arguments": {"ref": ref, "offset": 0}}
-        assert server.call(101, page)["result"] == server.call(
-            102, {**page, "_meta": {}})["result"]
+        assert server.call(101, page)["result"] == server.call(102, {**page, "_meta": {}})["result"]
     finally:
         server.close()
     # every plain request went through the lane, none of the _meta ones
@@ -138,14 +154,25 @@ def test_cancelled_lane_call_stops_and_is_never_answered(project: Path) -> None:
     marker = "1777.31"
     server = Raw(project)
     try:
-        server.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                     "params": {"name": "sleeper", "arguments": {"marker": marker}}})
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {"name": "sleeper", "arguments": {"marker": marker}},
+            }
+        )
         end = time.monotonic() + 30
         while not processes_with(f"sleep {marker}"):
             assert time.monotonic() < end, "the command never started"
             time.sleep(0.05)
-        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                     "params": {"requestId": 5, "reason": "user"}})
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 5, "reason": "user"},
+            }
+        )
         end = time.monotonic() + 10
         while processes_with(f"sleep {marker}"):
             assert time.monotonic() < end, "the command outlived its cancelled call"
@@ -164,20 +191,40 @@ def test_end_of_input_still_answers_every_request(project: Path) -> None:
     """``printf ... | harness serve``: input ends at once, every answer still comes."""
     add_sleeper(project)
     lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "pipe", "version": "1"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "pipe", "version": "1"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-         "params": {"name": "sleeper", "arguments": {"marker": "0.3"}}},
-        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-         "params": {"name": "add", "arguments": {"a": 2, "b": 2}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "sleeper", "arguments": {"marker": "0.3"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 2, "b": 2}},
+        },
     ]
-    done = subprocess.run(serve_argv(project), cwd=project, timeout=60,
-                          input=b"".join(json.dumps(m).encode() + b"\n" for m in lines),
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    done = subprocess.run(
+        serve_argv(project),
+        cwd=project,
+        timeout=60,
+        input=b"".join(json.dumps(m).encode() + b"\n" for m in lines),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
     assert sorted(answers) == [1, 2, 3, 4]
     assert answers[3]["result"]["isError"] is False, answers[3]
@@ -189,8 +236,14 @@ def test_a_client_gone_stops_its_calls(project: Path) -> None:
     add_sleeper(project)
     marker = "1777.32"
     server = Raw(project)
-    server.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                 "params": {"name": "sleeper", "arguments": {"marker": marker}}})
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {"name": "sleeper", "arguments": {"marker": marker}},
+        }
+    )
     end = time.monotonic() + 30
     while not processes_with(f"sleep {marker}"):
         assert time.monotonic() < end, "the command never started"
@@ -223,7 +276,10 @@ def test_odd_lines_go_to_the_sdk_and_the_server_keeps_serving(project: Path) -> 
             b'{"jsonrpc": "2.0", "id": 53, "method": "tools/call", '
             b'"params": {"name": "add", "arguments": [1, 2]}}',
             b'{"jsonrpc": "2.0", "id": 54, "method": "tools/call", "params": '
-            + b'{"name": "echo", "arguments": {"text": ' + b"[" * 3000 + b"]" * 3000 + b"}}}",
+            + b'{"name": "echo", "arguments": {"text": '
+            + b"[" * 3000
+            + b"]" * 3000
+            + b"}}}",
             b"\xff\xfe{}",
         ]
         for line in odd:
@@ -244,18 +300,24 @@ def test_odd_lines_go_to_the_sdk_and_the_server_keeps_serving(project: Path) -> 
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
-    max_leaves=8),
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+        max_leaves=8,
+    ),
     st.sampled_from(["tools/call", "tools/list", "ping"]),
     st.one_of(st.integers(), st.text(), st.none(), st.booleans(), st.floats()),
-    st.dictionaries(st.sampled_from(["name", "arguments", "_meta", "task", "x"]),
-                    st.one_of(st.text(), st.none(), st.dictionaries(st.text(), st.integers()),
-                              st.integers()), max_size=4),
-    st.booleans())
+    st.dictionaries(
+        st.sampled_from(["name", "arguments", "_meta", "task", "x"]),
+        st.one_of(st.text(), st.none(), st.dictionaries(st.text(), st.integers()), st.integers()),
+        max_size=4,
+    ),
+    st.booleans(),
+)
 def test_the_lane_takes_only_what_the_sdk_hands_its_handler(
-        extra: Any, method: str, rid: Any, params: dict[str, Any], with_extra: bool) -> None:
+    extra: Any, method: str, rid: Any, params: dict[str, Any], with_extra: bool
+) -> None:
     """Whatever the lane takes, the SDK parses to the same id, name and arguments."""
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
     if with_extra:

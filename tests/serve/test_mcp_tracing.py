@@ -28,8 +28,7 @@ def spans() -> InMemorySpanExporter:
 
 
 @pytest.mark.parametrize("mode", ERAS)
-def test_calls_and_hooks_are_spans(project: Path, spans: InMemorySpanExporter,
-                                   mode: str) -> None:
+def test_calls_and_hooks_are_spans(project: Path, spans: InMemorySpanExporter, mode: str) -> None:
     from mcp import Client
 
     from harness.serve.mcp import HarnessMCPServer
@@ -84,10 +83,13 @@ def test_tracing_is_off_until_a_provider_is_set() -> None:
     import subprocess
     import sys
 
-    code = ("from harness.serve import tracing; from opentelemetry import trace; "
-            "from opentelemetry.sdk.trace import TracerProvider; "
-            "print(tracing.active()); trace.set_tracer_provider(TracerProvider()); "
-            "print(tracing.active())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, check=True).stdout.split()
+    code = (
+        "from harness.serve import tracing; from opentelemetry import trace; "
+        "from opentelemetry.sdk.trace import TracerProvider; "
+        "print(tracing.active()); trace.set_tracer_provider(TracerProvider()); "
+        "print(tracing.active())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
     assert out == ["False", "True"]

@@ -18,25 +18,31 @@ START_DELAY_S = 3
 
 def add_slow_upstream(project: Path) -> None:
     """A deferred upstream server (the SDK test server) that takes START_DELAY_S to start."""
-    script = f"import time, runpy, sys; time.sleep({START_DELAY_S}); " \
-             f"sys.argv = [{str(SDK_SERVER)!r}, 'stdio', 'deferred-{project.name}']; " \
-             f"runpy.run_path({str(SDK_SERVER)!r}, run_name='__main__')"
-    server = {"command": [sys.executable, "-c", script], "loading": "deferred",
-              "sandbox": "off"}
+    script = (
+        f"import time, runpy, sys; time.sleep({START_DELAY_S}); "
+        f"sys.argv = [{str(SDK_SERVER)!r}, 'stdio', 'deferred-{project.name}']; "
+        f"runpy.run_path({str(SDK_SERVER)!r}, run_name='__main__')"
+    )
+    server = {"command": [sys.executable, "-c", script], "loading": "deferred", "sandbox": "off"}
     md = project / "harness.md"
-    md.write_text(md.read_text().replace(
-        "limits: {max_output_bytes: 2048}\n",
-        f"limits: {{max_output_bytes: 2048}}\nmcp_servers: {json.dumps({'slow': server})}\n"))
+    md.write_text(
+        md.read_text().replace(
+            "limits: {max_output_bytes: 2048}\n",
+            f"limits: {{max_output_bytes: 2048}}\nmcp_servers: {json.dumps({'slow': server})}\n",
+        )
+    )
 
 
 @pytest.mark.parametrize("mode", ERAS)
 def test_other_clients_are_answered_while_a_deferred_upstream_starts(
-        project: Path, mode: str) -> None:
+    project: Path, mode: str
+) -> None:
     add_slow_upstream(project)
     done: dict[str, float] = {}
 
     async def go() -> None:
         async with http_server(project) as url:
+
             async def lister() -> None:
                 async with era_client(url, mode) as a:
                     names = [t.name for t in (await a.list_tools()).tools]

@@ -16,8 +16,7 @@ def test_edit_add_break_and_fix_under_watch(project: Path) -> None:
 
     async def go() -> None:
         notes = Notifications()
-        async with stdio_session(project, "--watch", "--watch-interval", "0.1",
-                                 notes=notes) as s:
+        async with stdio_session(project, "--watch", "--watch-interval", "0.1", notes=notes) as s:
             await s.list_tools()
 
             # 1. Edit a description: list_changed, and the listing shows the edit.
@@ -29,7 +28,8 @@ def test_edit_add_break_and_fix_under_watch(project: Path) -> None:
             # 2. A new file appears: list_changed again, the tool is listed and callable.
             (tools / "shout.md").write_text(
                 "---\nparameters:\n  text: {type: string, required: true}\nscript: |\n"
-                "  def run(args):\n      return args[\"text\"].upper()\n---\nShout.\n")
+                '  def run(args):\n      return args["text"].upper()\n---\nShout.\n'
+            )
             await notes.wait_for(LIST_CHANGED, 1)
             assert "shout" in {t.name for t in (await s.list_tools()).tools}
             shout = await s.call_tool("shout", {"text": "hey"})
@@ -49,13 +49,17 @@ def test_edit_add_break_and_fix_under_watch(project: Path) -> None:
             assert notes.count(LIST_CHANGED) == 2
 
             # 4. Fix it: reloaded and announced.
-            echo.write_text(echo.read_text().replace("broken", "x")
-                            .replace("parameters: [oops\n", ""))
+            echo.write_text(
+                echo.read_text().replace("broken", "x").replace("parameters: [oops\n", "")
+            )
             await notes.wait_for(LIST_CHANGED, 2)
             listed = {t.name: t for t in (await s.list_tools()).tools}
             assert listed["echo"].description == "x"
-            assert listed["echo"].input_schema == {"type": "object", "properties": {},
-                                                   "required": []}
+            assert listed["echo"].input_schema == {
+                "type": "object",
+                "properties": {},
+                "required": [],
+            }
             await anyio.sleep(0)
 
     anyio.run(go)

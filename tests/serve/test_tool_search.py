@@ -11,18 +11,28 @@ from harness.serve.watch import snapshot
 
 def tool(name: str, description: str, **params: str) -> ToolSpec:
     return ToolSpec(
-        name=name, description=description,
-        parameters=tuple(Parameter(name=k, type="string", description=v)
-                         for k, v in params.items()),
-        source=Source(path=f"{name}.md"))
+        name=name,
+        description=description,
+        parameters=tuple(
+            Parameter(name=k, type="string", description=v) for k, v in params.items()
+        ),
+        source=Source(path=f"{name}.md"),
+    )
 
 
 TOOLS = [
-    tool("send_email", "Send an email message to a recipient.", to="Recipient address",
-         subject="Subject line"),
+    tool(
+        "send_email",
+        "Send an email message to a recipient.",
+        to="Recipient address",
+        subject="Subject line",
+    ),
     tool("resize_image", "Resize a picture (PNG or JPEG) to a new width.", path="Image file"),
-    tool("query_database", "Run a read-only SQL query against the analytics database.",
-         sql="The SELECT statement"),
+    tool(
+        "query_database",
+        "Run a read-only SQL query against the analytics database.",
+        sql="The SELECT statement",
+    ),
     tool("slack.post", "Post a chat message to a Slack channel.", channel="Channel name"),
     tool("convertCurrency", "Convert an amount between currencies using daily rates."),
 ]
@@ -34,7 +44,15 @@ def names(hits: list[search.Hit]) -> list[str]:
 
 def test_tokenize_splits_names_and_stems_plurals() -> None:
     assert search.tokenize("read_file readFile HTTPServer files queries searches") == [
-        "read", "file", "read", "file", "httpserver", "file", "query", "search"]
+        "read",
+        "file",
+        "read",
+        "file",
+        "httpserver",
+        "file",
+        "query",
+        "search",
+    ]
     assert search.tokenize("the a of to") == []
 
 
@@ -71,7 +89,8 @@ def test_run_search_shapes_the_value_and_clamps_limit() -> None:
 
 def test_summary_keeps_the_first_paragraph() -> None:
     assert search.summary("First line\ncontinues.\n\nSecond paragraph.") == (
-        "First line continues.")
+        "First line continues."
+    )
     assert len(search.summary("x" * 1000)) == search.SUMMARY_CHARS
 
 
@@ -79,8 +98,13 @@ def test_tool_search_spec_is_a_valid_tool() -> None:
     spec = session_tools.tool_search_spec()
     assert spec.name == "tool_search"
     assert spec.input_schema["required"] == ["query"]
-    assert spec.annotations == {"title": "Search tools", "read_only": True,
-                                "destructive": False, "idempotent": True, "open_world": False}
+    assert spec.annotations == {
+        "title": "Search tools",
+        "read_only": True,
+        "destructive": False,
+        "idempotent": True,
+        "open_world": False,
+    }
 
 
 def test_watch_snapshot_sees_edits_additions_and_removals(tmp_path: Path) -> None:

@@ -78,8 +78,7 @@ def test_cache_values_are_scoped(backend: StateBackend) -> None:
         a.set("huge", "x" * (2 * 1024 * 1024))
 
 
-def test_cache_has_clear_and_delete_answer_like_the_session_cache(
-        backend: StateBackend) -> None:
+def test_cache_has_clear_and_delete_answer_like_the_session_cache(backend: StateBackend) -> None:
     a, b = BackendCache(backend, "token:alice"), BackendCache(backend, "token:bob")
     a.set("k*", 1)  # glob characters in keys are literal
     a.set("k1", 2)

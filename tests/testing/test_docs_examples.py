@@ -25,7 +25,8 @@ def test_the_friday_guard_example_passes_and_fails_when_it_should(tmp_path: Path
     (tmp_path / "harness.md").write_text("---\nruntime: {isolation: inprocess}\n---\n")
     (tools / "deploy.md").write_text(
         "---\nparameters:\n  target: {type: string, required: true}\nscript: |\n"
-        "  def run(args):\n      return \"deployed \" + args[\"target\"]\n---\n")
+        '  def run(args):\n      return "deployed " + args["target"]\n---\n'
+    )
     (hooks / "friday_guard.md").write_text(block("A hook that refuses deploys"))
     cases = block("`.harness/tests/friday_guard.md`")
     (tests / "friday_guard.md").write_text(cases)
@@ -36,8 +37,11 @@ def test_the_friday_guard_example_passes_and_fails_when_it_should(tmp_path: Path
     # Late Thursday in UTC is Friday in Berlin: the same cases fail with a Thursday
     # clock that is already Friday there.
     (tests / "friday_guard.md").write_text(
-        cases.replace("2026-01-08T16:00:00Z", "2026-01-08T23:30:00Z"))
+        cases.replace("2026-01-08T16:00:00Z", "2026-01-08T23:30:00Z")
+    )
     result = CliRunner().invoke(cli, ["test", "--root", str(tmp_path)])
     assert result.exit_code == 1
-    assert 'hook "friday_guard": expected decision allow, got block: no production deploys ' \
-           "on Fridays (Berlin time)" in result.output
+    assert (
+        'hook "friday_guard": expected decision allow, got block: no production deploys '
+        "on Fridays (Berlin time)" in result.output
+    )

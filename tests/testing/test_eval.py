@@ -47,16 +47,19 @@ def write_evals(root: Path, text: str = EVALS) -> None:
 
 
 def invoke(root: Path, *args: str) -> tuple[int, str]:
-    r = CliRunner().invoke(cli, ["eval", "--root", str(root), "--model", "fake-1", *args],
-                           catch_exceptions=False)
+    r = CliRunner().invoke(
+        cli, ["eval", "--root", str(root), "--model", "fake-1", *args], catch_exceptions=False
+    )
     return r.exit_code, r.output
 
 
 # One JSON document per reply: the fake server reports usage there (15 tokens each).
-REPLIES = [Reply(tools=[ToolUse("deploy", {"target": "staging"})], json=True),
-           Reply(text="Deployed.", json=True),
-           Reply(tools=[ToolUse("deploy", {"target": "prod"})], json=True),
-           Reply(text="I was blocked.", json=True)]
+REPLIES = [
+    Reply(tools=[ToolUse("deploy", {"target": "staging"})], json=True),
+    Reply(text="Deployed.", json=True),
+    Reply(tools=[ToolUse("deploy", {"target": "prod"})], json=True),
+    Reply(text="I was blocked.", json=True),
+]
 
 
 def test_eval_grades_a_run_through_the_agent_loop(tmp_path: Path) -> None:
@@ -71,7 +74,8 @@ def test_eval_grades_a_run_through_the_agent_loop(tmp_path: Path) -> None:
     assert first["passed"] is True, first
     assert second["passed"] is False
     assert [f["message"] for f in second["failures"]] == [
-        "tokens_under: used 30 tokens, not under 5"]
+        "tokens_under: used 30 tokens, not under 5"
+    ]
     assert second["failures"][0]["line"] == 18
     assert doc["notes"] == ["tokens used: 60"]
 
@@ -80,8 +84,17 @@ def test_eval_failing_grades_and_junit(tmp_path: Path) -> None:
     root = project(tmp_path, {})
     write_evals(root, EVALS.replace("tool_not_called: save", "tool_not_called: deploy"))
     with FakeModelServer("anthropic", list(REPLIES)) as server:
-        code, out = invoke(root, "--provider", "anthropic", "--base-url", server.base_url,
-                           "--format", "junit", "--case", "staging")
+        code, out = invoke(
+            root,
+            "--provider",
+            "anthropic",
+            "--base-url",
+            server.base_url,
+            "--format",
+            "junit",
+            "--case",
+            "staging",
+        )
     assert code == 1
     top = ET.fromstring(out.split("\n", 1)[1])
     failure = top.find("testsuite/testcase/failure")
@@ -104,18 +117,26 @@ def test_dry_run_validates_without_a_model(tmp_path: Path) -> None:
     write_evals(root)
     code, out = invoke(root, "--dry-run")
     assert code == 0 and "2 evals: 0 passed, 0 failed, 2 skipped" in out
-    write_evals(root, EVALS.replace("tool_called: deploy", "tool_caled: deplyo")
-                .replace("hook_blocked: prod_guard", "hook_blocked: prod_gard"))
+    write_evals(
+        root,
+        EVALS.replace("tool_called: deploy", "tool_caled: deplyo").replace(
+            "hook_blocked: prod_guard", "hook_blocked: prod_gard"
+        ),
+    )
     code, out = invoke(root, "--dry-run")
     assert code == 2
-    assert 'deploy.md:6:9: error: case "deploys to staging": unknown grade "tool_caled" ' \
-           '(did you mean "tool_called"?)' in out
+    assert (
+        'deploy.md:6:9: error: case "deploys to staging": unknown grade "tool_caled" '
+        '(did you mean "tool_called"?)' in out
+    )
     assert 'hook_blocked names unknown hook "prod_gard" (did you mean "prod_guard"?)' in out
 
 
 def test_turns_continue_one_conversation(tmp_path: Path) -> None:
     root = project(tmp_path, {})
-    write_evals(root, """\
+    write_evals(
+        root,
+        """\
         ---
         cases:
           - name: two turns
@@ -124,9 +145,13 @@ def test_turns_continue_one_conversation(tmp_path: Path) -> None:
               - tool_called: deploy
               - response_contains: staging was deployed
         ---
-        """)
-    replies = [Reply(tools=[ToolUse("deploy", {"target": "staging"})]), Reply(text="Done."),
-               Reply(text="staging was deployed")]
+        """,
+    )
+    replies = [
+        Reply(tools=[ToolUse("deploy", {"target": "staging"})]),
+        Reply(text="Done."),
+        Reply(text="staging was deployed"),
+    ]
     for provider in ("openai", "anthropic"):
         with FakeModelServer(provider, list(replies)) as server:
             code, out = invoke(root, "--provider", provider, "--base-url", server.base_url)
@@ -143,9 +168,19 @@ def test_no_model_is_a_usage_error(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["eval", "--root", str(root)])
     assert r.exit_code == 2
     assert "no model name: set model.name in harness.md or pass --model NAME" in r.output
-    r = CliRunner().invoke(cli, ["eval", "--root", str(root), "--model", "gpt-x",
-                                 "--base-url", "https://models.example.com/v1"],
-                           env={"OPENAI_API_KEY": ""})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "--root",
+            str(root),
+            "--model",
+            "gpt-x",
+            "--base-url",
+            "https://models.example.com/v1",
+        ],
+        env={"OPENAI_API_KEY": ""},
+    )
     assert r.exit_code == 2 and 'environment variable "OPENAI_API_KEY" is not set' in r.output
 
 
@@ -160,17 +195,24 @@ def test_unreachable_model_fails_the_case_not_the_run(tmp_path: Path) -> None:
 
 def test_a_bad_config_is_a_usage_error(tmp_path: Path) -> None:
     root = project(tmp_path, {})
-    write_evals(root, EVALS.replace(
-        "      - name: refuses prod\n",
-        "      - name: refuses prod\n        config: {clock: {fixed: x}}\n"))
+    write_evals(
+        root,
+        EVALS.replace(
+            "      - name: refuses prod\n",
+            "      - name: refuses prod\n        config: {clock: {fixed: x}}\n",
+        ),
+    )
     code, out = invoke(root, "--dry-run")
     assert code == 2
-    assert 'deploy.md:14:5: error: case "refuses prod": config clock.fixed "x" is not an ' \
-           "RFC 3339 time" in out
+    assert (
+        'deploy.md:14:5: error: case "refuses prod": config clock.fixed "x" is not an '
+        "RFC 3339 time" in out
+    )
 
 
-def test_a_case_that_cannot_run_fails_alone(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_case_that_cannot_run_fails_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from harness.testing.runner import Runner
 
     real = Runner.harness_for
@@ -182,9 +224,13 @@ def test_a_case_that_cannot_run_fails_alone(tmp_path: Path,
 
     monkeypatch.setattr(Runner, "harness_for", harness_for)
     root = project(tmp_path, {})
-    write_evals(root, EVALS.replace(
-        "      - name: refuses prod\n",
-        '      - name: refuses prod\n        now: "2026-01-05T09:00:00Z"\n'))
+    write_evals(
+        root,
+        EVALS.replace(
+            "      - name: refuses prod\n",
+            '      - name: refuses prod\n        now: "2026-01-05T09:00:00Z"\n',
+        ),
+    )
     with FakeModelServer("openai", list(REPLIES)) as server:
         code, out = invoke(root, "--base-url", server.base_url)
     assert code == 1

@@ -94,12 +94,18 @@ HOOKS = {
 }
 
 
-def project(tmp_path: Path, tests: dict[str, str], tools: dict[str, str] | None = None,
-            hooks: dict[str, str] | None = None) -> Path:
+def project(
+    tmp_path: Path,
+    tests: dict[str, str],
+    tools: dict[str, str] | None = None,
+    hooks: dict[str, str] | None = None,
+) -> Path:
     (tmp_path / "harness.md").write_text(HARNESS_MD)
-    for kind, items in (("tools", TOOLS if tools is None else tools),
-                        ("hooks", HOOKS if hooks is None else hooks),
-                        ("tests", tests)):
+    for kind, items in (
+        ("tools", TOOLS if tools is None else tools),
+        ("hooks", HOOKS if hooks is None else hooks),
+        ("tests", tests),
+    ):
         folder = tmp_path / ".harness" / kind
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in items.items():
@@ -244,13 +250,13 @@ def test_every_expect_key_fails_with_file_line_and_diff(tmp_path: Path) -> None:
     assert code == 1
     assert "11 cases: 0 passed, 11 failed" in out
     f = ".harness/tests/fail.md"
-    assert f"{f}:3: call \"echo\": expected an error result, got success" in out
-    assert f"{f}:7: call \"echo\": value does not match (subset match)" in out
+    assert f'{f}:3: call "echo": expected an error result, got success' in out
+    assert f'{f}:7: call "echo": value does not match (subset match)' in out
     assert '-  "text": "ho"' in out and '+  "text": "hi"' in out  # the diff
     assert f'{f}:11: call "echo": text does not contain "nope"' in out
     assert f'{f}:15: call "echo": expected an error result, got success' in out
     assert f'{f}:19: call "deploy": expected to be blocked by hook "prod_guard"' in out
-    assert f"{f}:23: call \"big\": expected truncated: true" in out
+    assert f'{f}:23: call "big": expected truncated: true' in out
     assert f'{f}:26: call "save": file "a.txt" has other content' in out
     assert "  -B\n  +A" in out
     assert 'file "b.txt" does not exist' in out
@@ -302,22 +308,27 @@ def test_github_annotates_the_case_line(tmp_path: Path) -> None:
 
 
 def test_coverage_names_untested_tools_hooks_and_block_paths(tmp_path: Path) -> None:
-    tests = {"some": """\
+    tests = {
+        "some": """\
         ---
         cases:
           - name: deploy to staging
             call: deploy
             args: {target: staging}
         ---
-        """}
-    hooks = {**HOOKS, "on_custom": """\
+        """
+    }
+    hooks = {
+        **HOOKS,
+        "on_custom": """\
         ---
         event: custom.review
         script: |
           def handle(event, payload):
               return allow()
         ---
-        """}
+        """,
+    }
     code, out = run(project(tmp_path, tests, hooks=hooks), "--coverage")
     assert code == 0
     assert 'tool "echo" has no case' in out
@@ -336,18 +347,22 @@ def test_coverage_names_untested_tools_hooks_and_block_paths(tmp_path: Path) -> 
 
 
 def test_load_errors_and_bad_test_files_exit_2(tmp_path: Path) -> None:
-    bad = {"bad": """\
+    bad = {
+        "bad": """\
         ---
         cases:
           - name: typo
             call: ecko
             args: {text: hi}
         ---
-        """}
+        """
+    }
     code, out = run(project(tmp_path, bad))
     assert code == 2
-    assert '.harness/tests/bad.md:3:1: error: case "typo": unknown tool "ecko" (did you mean ' \
-           '"echo"?)' in out
+    assert (
+        '.harness/tests/bad.md:3:1: error: case "typo": unknown tool "ecko" (did you mean '
+        '"echo"?)' in out
+    )
     (tmp_path / ".harness/tools/broken.md").write_text("no frontmatter")
     code, out = run(tmp_path)
     assert code == 2 and "broken.md" in out
@@ -356,7 +371,8 @@ def test_load_errors_and_bad_test_files_exit_2(tmp_path: Path) -> None:
 
 
 def test_validate_reports_test_file_problems(tmp_path: Path) -> None:
-    tests = {"t": """\
+    tests = {
+        "t": """\
         ---
         cases:
           - name: a
@@ -376,18 +392,22 @@ def test_validate_reports_test_file_problems(tmp_path: Path) -> None:
             call: deploy
             expect: {blocked_by: nobody, okay: true}
         ---
-        """}
+        """
+    }
     root = project(tmp_path, tests)
     result = CliRunner().invoke(cli, ["validate", "--root", str(root)])
     out = result.output
     assert result.exit_code == 1, out
     t = ".harness/tests/t.md"
     assert f'{t}:6:5: warning: unknown key "expct" in case 1 (did you mean "expect"?)' in out
-    assert f'{t}:7:1: error: case "b": unknown hook "prod_gaurd" (did you mean "prod_guard"?)' \
-        in out
+    assert (
+        f'{t}:7:1: error: case "b": unknown hook "prod_gaurd" (did you mean "prod_guard"?)' in out
+    )
     assert f'{t}:10:1: error: case "c": hook "shout" handles "tool.post", not "tool.pre"' in out
-    assert f"{t}:13:5: error: case \"d\" needs exactly one of call:, hook: or steps: (has " \
-           "call, hook)" in out
+    assert (
+        f'{t}:13:5: error: case "d" needs exactly one of call:, hook: or steps: (has '
+        "call, hook)" in out
+    )
     assert f'{t}:16:1: error: case "e": expect.blocked_by names unknown hook "nobody"' in out
     assert 'unknown key "okay" in a call\'s expect (did you mean "ok"?)' in out
     strict = CliRunner().invoke(cli, ["validate", "--strict", "--root", str(root)])
@@ -395,16 +415,18 @@ def test_validate_reports_test_file_problems(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("isolation", ["process"])
-def test_env_and_config_reach_commands_in_worker_processes(tmp_path: Path,
-                                                           isolation: str) -> None:
-    tools = {"show_env": """\
+def test_env_and_config_reach_commands_in_worker_processes(tmp_path: Path, isolation: str) -> None:
+    tools = {
+        "show_env": """\
         ---
         script: |
           def run(args):
               return exec.run("sh", ["-c", "echo $GREETING"])["stdout"].strip()
         ---
-        """}
-    tests = {"env": """\
+        """
+    }
+    tests = {
+        "env": """\
         ---
         config: {exec: {env: [PATH, GREETING]}, runtime: {isolation: process}}
         cases:
@@ -416,13 +438,15 @@ def test_env_and_config_reach_commands_in_worker_processes(tmp_path: Path,
             call: show_env
             expect: {value: ""}
         ---
-        """}
+        """
+    }
     code, out = run(project(tmp_path, tests, tools=tools, hooks={}), "--jobs", "2")
     assert code == 0, out
 
 
 def test_case_copies_are_removed_and_go_to_memory_when_there_is_room(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from harness.testing import runner as runner_mod
 
     (tmp_path / "p").mkdir()
@@ -439,8 +463,9 @@ def test_case_copies_are_removed_and_go_to_memory_when_there_is_room(
     monkeypatch.delenv("TMPDIR")
     with runner_mod.Runner(root) as r:
         assert r.choose_scratch(2) == "/dev/shm"
-        monkeypatch.setattr(runner_mod.shutil, "disk_usage",
-                            lambda _p: type("U", (), {"free": 1000})())
+        monkeypatch.setattr(
+            runner_mod.shutil, "disk_usage", lambda _p: type("U", (), {"free": 1000})()
+        )
         assert r.choose_scratch(2) is None  # not enough room: the default temp folder
         monkeypatch.undo()
         monkeypatch.delenv("TMPDIR", raising=False)
@@ -488,32 +513,45 @@ def test_adversarial_test_files_get_clear_errors(tmp_path: Path) -> None:
     }
     evals = tmp_path / ".harness" / "evals"
     evals.mkdir(parents=True)
-    (evals / "e.md").write_text("---\ncases:\n  - turns: [hi]\n    grade: [{tool_calld: echo}]\n"
-                                "---\n")
+    (evals / "e.md").write_text(
+        "---\ncases:\n  - turns: [hi]\n    grade: [{tool_calld: echo}]\n---\n"
+    )
     root = project(tmp_path, tests)
     result = CliRunner().invoke(cli, ["validate", "--root", str(root)])
     out = result.output
     assert result.exit_code == 1
     y, s = ".harness/tests/yaml.md", ".harness/tests/setup.md"
     assert f"{y}:6:1: error: parse test yaml.md: yaml: line 6:" in out
-    assert f'{s}:2:1: error: now must be an RFC 3339 time such as "2026-01-05T09:00:00Z", ' \
-           "got 'next tuesday'" in out
-    assert f'{s}:4:3: error: files: "../escape.txt" must be a relative path inside the ' \
-           "workspace" in out
+    assert (
+        f'{s}:2:1: error: now must be an RFC 3339 time such as "2026-01-05T09:00:00Z", '
+        "got 'next tuesday'" in out
+    )
+    assert (
+        f'{s}:4:3: error: files: "../escape.txt" must be a relative path inside the '
+        "workspace" in out
+    )
     assert f'{s}:5:3: error: files: ".harness/tools/evil.md" must be a relative path' in out
     assert f'{s}:6:3: error: files: the content of "ok.txt" must be a string, got ' in out
-    assert f'{s}:7:1: error: case "call echo #1": config limits.max_output_bytes must be > 0, ' \
-           "got -1" in out
-    assert f'{s}:7:1: warning: case "call echo #1": config key "tols" cannot be overridden ' \
-           '(did you mean "tools"?)' in out
+    assert (
+        f'{s}:7:1: error: case "call echo #1": config limits.max_output_bytes must be > 0, '
+        "got -1" in out
+    )
+    assert (
+        f'{s}:7:1: warning: case "call echo #1": config key "tols" cannot be overridden '
+        '(did you mean "tools"?)' in out
+    )
     assert f"{s}:11:14: error: expect.ok must be true or false" in out
-    assert 'expect.files: "a.txt" must be the exact content (a string), {absent: true} or ' \
-           "{contains: TEXT}" in out
+    assert (
+        'expect.files: "a.txt" must be the exact content (a string), {absent: true} or '
+        "{contains: TEXT}" in out
+    )
     assert f"{s}:12:5: error: case 2 must be a mapping, got " in out
     assert f"{s}:13:5: error: steps must be a non-empty list of calls" in out
     assert ".harness/tests/empty.md:1:1: error: a test file needs `cases:`" in out
-    assert '.harness/evals/e.md:4:13: error: case "eval 1": unknown grade "tool_calld" (did ' \
-           'you mean "tool_called"?)' in out
+    assert (
+        '.harness/evals/e.md:4:13: error: case "eval 1": unknown grade "tool_calld" (did '
+        'you mean "tool_called"?)' in out
+    )
     code, out = run(root)
     assert code == 2
 
@@ -522,7 +560,8 @@ def test_fixture_files_never_escape_through_a_symlink(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (tmp_path / "p").mkdir()
-    tests = {"link": """\
+    tests = {
+        "link": """\
         ---
         cases:
           - name: writes through a link
@@ -537,7 +576,8 @@ def test_fixture_files_never_escape_through_a_symlink(tmp_path: Path) -> None:
             call: echo
             args: {text: hi}
         ---
-        """}
+        """
+    }
     root = project(tmp_path / "p", tests)
     (outside / "secret.txt").write_text("s")
     (root / "link").symlink_to(outside)  # an absolute link, kept as a link in the copy
@@ -545,15 +585,18 @@ def test_fixture_files_never_escape_through_a_symlink(tmp_path: Path) -> None:
     assert code == 1
     assert not (outside / "evil.txt").exists()
     assert 'files: "link/evil.txt" leads outside the workspace copy (through a symlink)' in out
-    assert 'file "link/secret.txt" has other content' in out \
+    assert (
+        'file "link/secret.txt" has other content' in out
         and "<unreadable: it leads outside the workspace copy>" in out
+    )
     assert "PASS .harness/tests/link.md:11 still runs" in out
 
 
 def test_the_real_root_gets_no_audit_or_state(tmp_path: Path) -> None:
     root = project(tmp_path, {"pass": PASSING})
-    (root / "harness.md").write_text("---\nruntime: {isolation: inprocess}\n"
-                                     "audit: {path: .harness/state/audit.jsonl}\n---\n")
+    (root / "harness.md").write_text(
+        "---\nruntime: {isolation: inprocess}\naudit: {path: .harness/state/audit.jsonl}\n---\n"
+    )
     before = sorted(p.relative_to(root) for p in root.rglob("*"))
     code, out = run(root, "-k", "files written")
     assert code == 0, out
@@ -561,7 +604,10 @@ def test_the_real_root_gets_no_audit_or_state(tmp_path: Path) -> None:
 
 
 def test_fixture_files_go_into_the_configured_workspace(tmp_path: Path) -> None:
-    root = project(tmp_path, {"ws": """\
+    root = project(
+        tmp_path,
+        {
+            "ws": """\
         ---
         files: {data.txt: inside}
         cases:
@@ -570,10 +616,11 @@ def test_fixture_files_go_into_the_configured_workspace(tmp_path: Path) -> None:
             args: {path: out.txt, content: x}
             expect: {files: {data.txt: inside, out.txt: x}}
         ---
-        """})
+        """
+        },
+    )
     (root / "work").mkdir()
-    (root / "harness.md").write_text("---\nruntime: {isolation: inprocess}\nworkspace: work\n"
-                                     "---\n")
+    (root / "harness.md").write_text("---\nruntime: {isolation: inprocess}\nworkspace: work\n---\n")
     code, out = run(root)
     assert code == 0, out
     assert not (root / "work" / "out.txt").exists()

@@ -30,8 +30,9 @@ def test_init_writes_a_passing_test_file(tmp_path: Path) -> None:
     assert ".harness/tests/starter.md" in files()
     result = CliRunner().invoke(cli, ["init", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / ".harness/tests/starter.md").read_text() == \
-        (REPO / ".harness/tests/starter.md").read_text()
+    assert (tmp_path / ".harness/tests/starter.md").read_text() == (
+        REPO / ".harness/tests/starter.md"
+    ).read_text()
     result = CliRunner().invoke(cli, ["test", "--root", str(tmp_path), "--coverage"])
     assert result.exit_code == 0, result.output
     assert "Coverage: every tool and hook has a case" in result.output

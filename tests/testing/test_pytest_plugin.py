@@ -11,8 +11,13 @@ from test_harness_test import FAILING, PASSING, project
 
 
 def pytest_run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           *args], cwd=root, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_plugin_with_p_collects_cases(tmp_path: Path) -> None:
@@ -20,16 +25,20 @@ def test_plugin_with_p_collects_cases(tmp_path: Path) -> None:
     out = pytest_run(root, "-p", "harness.testing.pytest_plugin", ".harness/tests")
     assert out.returncode == 1, out.stdout + out.stderr
     assert "11 failed, 13 passed" in out.stdout
-    assert ".harness/tests/fail.md:30: hook \"prod_guard\": expected decision block, got allow" \
+    assert (
+        '.harness/tests/fail.md:30: hook "prod_guard": expected decision block, got allow'
         in out.stdout
+    )
 
 
 def test_plugin_through_ini_option(tmp_path: Path) -> None:
     root = project(tmp_path, {"pass": PASSING})
-    (root / "pytest.ini").write_text(textwrap.dedent("""\
+    (root / "pytest.ini").write_text(
+        textwrap.dedent("""\
         [pytest]
         harness_tests = true
-        """))
+        """)
+    )
     (root / "test_unit.py").write_text("def test_unit():\n    assert True\n")
     out = pytest_run(root, "-k", "guard or unit")
     assert out.returncode == 0, out.stdout + out.stderr
@@ -46,7 +55,7 @@ def test_without_opt_in_nothing_is_collected(tmp_path: Path) -> None:
 
 def test_the_plugin_is_registered_by_the_installation(tmp_path: Path) -> None:
     root = project(tmp_path, {"pass": PASSING})
-    (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\nharness_tests = true\n')
+    (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\nharness_tests = true\n")
     out = pytest_run(root, "-k", "guard")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "2 passed" in out.stdout

@@ -17,13 +17,12 @@ SCHEMAS = Path(harness.__file__).parent / "schemas"
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("name", "make"), [("test", schema_of_tests),
-                                            ("eval", schema_of_evals)])
+@pytest.mark.parametrize(("name", "make"), [("test", schema_of_tests), ("eval", schema_of_evals)])
 def test_published_schema_is_generated_and_valid(name: str, make: object) -> None:
     published = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
     assert published == make(), (  # type: ignore[operator]
-        "regenerate: python -c 'from harness.testing.schema import write_schemas; "
-        "write_schemas()'")
+        "regenerate: python -c 'from harness.testing.schema import write_schemas; write_schemas()'"
+    )
     jsonschema_rs.meta.validate(published)
 
 
@@ -44,10 +43,29 @@ def test_broken_files_are_rejected() -> None:
     assert not v.is_valid({"cases": [{"call": "x", "expect": {"okay": True}}]})
     assert not v.is_valid({"cases": [{"call": "x", "hook": "y"}]})
     assert not v.is_valid({"cases": [{"hook": "y", "expect": {"decision": "maybe"}}]})
-    assert v.is_valid({"cases": [{"steps": [{"call": "x", "expect": {"files": {
-        "a": {"absent": True}, "b": {"contains": "t"}, "c": "text"}}}]}]})
+    assert v.is_valid(
+        {
+            "cases": [
+                {
+                    "steps": [
+                        {
+                            "call": "x",
+                            "expect": {
+                                "files": {
+                                    "a": {"absent": True},
+                                    "b": {"contains": "t"},
+                                    "c": "text",
+                                }
+                            },
+                        }
+                    ]
+                }
+            ]
+        }
+    )
     e = jsonschema_rs.validator_for(schema_of_evals())
-    assert e.is_valid({"cases": [{"turns": ["hi"], "grade": [{"tool_called": "x"},
-                                                            {"tokens_under": 5}]}]})
+    assert e.is_valid(
+        {"cases": [{"turns": ["hi"], "grade": [{"tool_called": "x"}, {"tokens_under": 5}]}]}
+    )
     assert not e.is_valid({"cases": [{"turns": ["hi"], "grade": [{"tool_caled": "x"}]}]})
     assert not e.is_valid({"cases": [{"turns": [], "grade": [{"no_errors": True}]}]})

@@ -30,9 +30,21 @@ def test_nothing_outside_testing_and_cli_imports_testing() -> None:
 
 def test_the_test_and_eval_file_parsers_are_pure() -> None:
     for name in ("spec.py", "evalspec.py"):
-        bad = {m for m in imports(PKG / "testing" / name)
-               if m.startswith(("harness.runtime", "harness.pipeline", "harness.core",
-                                "harness.hooks", "harness.testing.runner", "starlark", "click"))}
+        bad = {
+            m
+            for m in imports(PKG / "testing" / name)
+            if m.startswith(
+                (
+                    "harness.runtime",
+                    "harness.pipeline",
+                    "harness.core",
+                    "harness.hooks",
+                    "harness.testing.runner",
+                    "starlark",
+                    "click",
+                )
+            )
+        }
         assert not bad, (name, bad)
 
 

@@ -25,4 +25,3 @@ def make() -> Iterator[object]:
     yield build
     for h in opened:
         h.close()
-

@@ -118,8 +118,10 @@ def fetch(url: str) -> str:
         raise ToolError(f"unreachable: {exc}") from None
 
 
-@server.tool(description="Append to a counter file; not idempotent.",
-             annotations=ToolAnnotations(idempotentHint=False, destructiveHint=True))
+@server.tool(
+    description="Append to a counter file; not idempotent.",
+    annotations=ToolAnnotations(idempotentHint=False, destructiveHint=True),
+)
 def write_once(marker: str) -> str:
     with open(marker, "a") as f:
         f.write("x")
@@ -164,8 +166,13 @@ def fail_first_call(app, marker: str):
         if b'"flaky_http"' in body and not os.path.exists(marker):
             with open(marker, "w") as f:
                 f.write("503 once\n")
-            await send({"type": "http.response.start", "status": 503,
-                        "headers": [(b"content-type", b"text/plain")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [(b"content-type", b"text/plain")],
+                }
+            )
             await send({"type": "http.response.body", "body": b"try again"})
             return None
         sent = False

@@ -19,8 +19,11 @@ script: |
 
 def repo(root: Path) -> Path:
     root.mkdir(parents=True)
-    for args in (["init", "-q"], ["config", "user.email", "t@example.com"],
-                 ["config", "user.name", "t"]):
+    for args in (
+        ["init", "-q"],
+        ["config", "user.email", "t@example.com"],
+        ["config", "user.name", "t"],
+    ):
         subprocess.run(["git", *args], cwd=root, check=True)
     (root / "a.txt").write_text("one\n")
     subprocess.run(["git", "add", "a.txt"], cwd=root, check=True)
@@ -31,8 +34,10 @@ def repo(root: Path) -> Path:
 
 def test_git_server_tools_hooks_and_read_only_git(tmp_path: Path, make) -> None:
     ws = repo(tmp_path / "ws")
-    server = {"command": [GIT_SERVER, "--repository", "."],
-              "tools": {"deny": ["git_reset", "git_checkout"]}}
+    server = {
+        "command": [GIT_SERVER, "--repository", "."],
+        "tools": {"deny": ["git_reset", "git_checkout"]},
+    }
     h = make(ws, {"git": server}, hooks={"no_status": BLOCK_STATUS}, config=INPROCESS)
     names = {n for n in h.tools if n.startswith("git.")}
     assert {"git.git_status", "git.git_diff_unstaged", "git.git_log", "git.git_add"} <= names
@@ -47,6 +52,11 @@ def test_git_server_tools_hooks_and_read_only_git(tmp_path: Path, make) -> None:
     assert "first" in log.text
     add = h.call("git.git_add", {"repo_path": ".", "files": ["a.txt"]})
     assert add.is_error and "Read-only file system" in add.error  # .git is protected
-    staged = subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=ws,
-                            capture_output=True, text=True, check=True).stdout
+    staged = subprocess.run(
+        ["git", "diff", "--cached", "--name-only"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert staged == ""

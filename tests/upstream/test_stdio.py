@@ -88,8 +88,10 @@ def test_arguments_are_validated_before_the_call(plain: harness.Harness) -> None
     h = plain
     r = h.call("sdk.add", {"a": "x"})
     assert r.is_error
-    assert r.error == ('invalid arguments for tool "sdk.add": $.a: "x" is not of type '
-                       '"integer"; $.b: "b" is a required property')
+    assert r.error == (
+        'invalid arguments for tool "sdk.add": $.a: "x" is not of type '
+        '"integer"; $.b: "b" is a required property'
+    )
 
 
 def test_upstream_is_error_is_an_error_result(plain: harness.Harness) -> None:
@@ -106,15 +108,23 @@ def test_third_party_time_server(tmp_path: Path, make) -> None:
     assert not r.is_error, r.error
     assert r.value["timezone"] == "UTC" and "datetime" in r.value
     bad = h.call("time.get_current_time", {})
-    assert bad.error == ('invalid arguments for tool "time.get_current_time": $.timezone: '
-                         '"timezone" is a required property')
+    assert bad.error == (
+        'invalid arguments for tool "time.get_current_time": $.timezone: '
+        '"timezone" is a required property'
+    )
 
 
 def test_hook_blocks_one_upstream_tool(tmp_path: Path, make) -> None:
-    h = make(tmp_path, {"time": {"command": [TIME_SERVER]}},
-             hooks={"no_convert": BLOCK_CONVERT}, config=INPROCESS)
-    r = h.call("time.convert_time", {"source_timezone": "UTC", "time": "12:00",
-                                     "target_timezone": "Europe/Paris"})
+    h = make(
+        tmp_path,
+        {"time": {"command": [TIME_SERVER]}},
+        hooks={"no_convert": BLOCK_CONVERT},
+        config=INPROCESS,
+    )
+    r = h.call(
+        "time.convert_time",
+        {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"},
+    )
     assert r.is_error and r.blocked_by == "no_convert"
     assert r.error == 'blocked by hook "no_convert": converting times is not allowed here'
     assert not h.call("time.get_current_time", {"timezone": "UTC"}).is_error
@@ -131,7 +141,8 @@ def test_modified_arguments_are_validated_again(tmp_path: Path, make) -> None:
     h = make(tmp_path, {"sdk": sdk(tmp_path)}, hooks={"bad": BAD_MODIFY}, config=INPROCESS)
     r = h.call("sdk.add", {"a": 1, "b": 2})
     assert r.is_error and r.error.startswith(
-        'hook "bad" failed: modified arguments are invalid for tool "sdk.add": $.a: ')
+        'hook "bad" failed: modified arguments are invalid for tool "sdk.add": $.a: '
+    )
 
 
 def test_large_upstream_output_is_capped_and_spilled(plain: harness.Harness) -> None:
@@ -145,12 +156,13 @@ def test_large_upstream_output_is_capped_and_spilled(plain: harness.Harness) -> 
 
 
 def test_call_many_mixes_upstream_servers(tmp_path: Path, make) -> None:
-    h = make(tmp_path, {"sdk": sdk(tmp_path), "time": {"command": [TIME_SERVER]}},
-             config=INPROCESS)
-    calls = [harness.ToolCall(id=str(i), name="sdk.echo", arguments={"text": f"t{i}"})
-             for i in range(4)]
-    calls.append(harness.ToolCall(id="t", name="time.get_current_time",
-                                  arguments={"timezone": "UTC"}))
+    h = make(tmp_path, {"sdk": sdk(tmp_path), "time": {"command": [TIME_SERVER]}}, config=INPROCESS)
+    calls = [
+        harness.ToolCall(id=str(i), name="sdk.echo", arguments={"text": f"t{i}"}) for i in range(4)
+    ]
+    calls.append(
+        harness.ToolCall(id="t", name="time.get_current_time", arguments={"timezone": "UTC"})
+    )
     results = h.call_many(calls)
     assert [r.call_id for r in results] == ["0", "1", "2", "3", "t"]
     assert [r.value for r in results[:4]] == [{"result": f"t{i}"} for i in range(4)]
@@ -158,27 +170,38 @@ def test_call_many_mixes_upstream_servers(tmp_path: Path, make) -> None:
 
 
 def test_audit_records_upstream_calls(tmp_path: Path, make) -> None:
-    h = make(tmp_path, {"sdk": sdk(tmp_path)},
-             config=INPROCESS + "audit: {path: .harness/state/audit.jsonl}\n")
+    h = make(
+        tmp_path,
+        {"sdk": sdk(tmp_path)},
+        config=INPROCESS + "audit: {path: .harness/state/audit.jsonl}\n",
+    )
     h.call("sdk.echo", {"text": "hi"})
     h.close()
-    events = [json.loads(line) for line in
-              (tmp_path / ".harness/state/audit.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line)
+        for line in (tmp_path / ".harness/state/audit.jsonl").read_text().splitlines()
+    ]
     mine = [e["event"] for e in events if e.get("tool") == "sdk.echo"]
     assert mine == ["tool.resolve", "tool.validate", "tool.execute", "tool.result"]
 
 
 def test_tools_allow_and_deny_filter_upstream_names(tmp_path: Path, make) -> None:
-    h = make(tmp_path, {"sdk": sdk(tmp_path, tools={"allow": ["e*", "a*"], "deny": ["add"]})},
-             config=INPROCESS)
+    h = make(
+        tmp_path,
+        {"sdk": sdk(tmp_path, tools={"allow": ["e*", "a*"], "deny": ["add"]})},
+        config=INPROCESS,
+    )
     assert sorted(n for n in h.tools if n.startswith("sdk.")) == ["sdk.echo"]
     r = h.call("sdk.add", {"a": 1, "b": 1})
     assert r.is_error and r.error.startswith('unknown tool "sdk.add"')
 
 
 def test_tools_policy_applies_to_upstream_tools(tmp_path: Path, make) -> None:
-    h = make(tmp_path, {"sdk": sdk(tmp_path)},
-             config=INPROCESS + 'tools_policy: {deny: ["sdk.write*"]}\n')
+    h = make(
+        tmp_path,
+        {"sdk": sdk(tmp_path)},
+        config=INPROCESS + 'tools_policy: {deny: ["sdk.write*"]}\n',
+    )
     assert "sdk.write_file" not in h.tools
     r = h.call("sdk.write_file", {"path": "x", "text": "y"})
     assert r.error == 'tool "sdk.write_file" is denied by tools_policy'
@@ -189,8 +212,11 @@ def test_env_is_explicit_and_scrubbed(tmp_path: Path, make, monkeypatch) -> None
     monkeypatch.setenv("UP_TOKEN", "s3cret-value-77")
     monkeypatch.setenv("UP_OTHER", "leak")
     monkeypatch.setenv("USER", "operator")
-    h = make(tmp_path, {"sdk": sdk(tmp_path, env={"TOKEN": "${env:UP_TOKEN}", "MODE": "x"})},
-             config=INPROCESS)
+    h = make(
+        tmp_path,
+        {"sdk": sdk(tmp_path, env={"TOKEN": "${env:UP_TOKEN}", "MODE": "x"})},
+        config=INPROCESS,
+    )
     env = h.call("sdk.whoami_env", {}).value
     assert env["TOKEN"] == "s3cret-value-77" and env["MODE"] == "x"
     assert "UP_OTHER" not in env and "UP_TOKEN" not in env and "USER" not in env
@@ -207,8 +233,7 @@ def test_env_is_explicit_and_scrubbed(tmp_path: Path, make, monkeypatch) -> None
 
 def test_missing_env_variable_is_a_clear_error(tmp_path: Path, make, monkeypatch) -> None:
     monkeypatch.delenv("UP_NOPE", raising=False)
-    h = make(tmp_path, {"sdk": sdk(tmp_path, env={"TOKEN": "${env:UP_NOPE}"})},
-             config=INPROCESS)
+    h = make(tmp_path, {"sdk": sdk(tmp_path, env={"TOKEN": "${env:UP_NOPE}"})}, config=INPROCESS)
     r = h.call("sdk.echo", {"text": "x"})
     assert r.is_error
     assert 'needs ${env:UP_NOPE}, but "UP_NOPE" is not set' in r.error
@@ -220,23 +245,30 @@ def test_crash_without_retry_is_an_error_then_restarts(tmp_path: Path, make) -> 
     marker = str(tmp_path / "flaky.marker")
     r = h.call("sdk.flaky", {"marker": marker})
     assert r.is_error
-    assert 'upstream server "sdk" crashed or closed the connection during the call to ' \
-           '"sdk.flaky"' in r.error and "restarted on the next call" in r.error
+    assert (
+        'upstream server "sdk" crashed or closed the connection during the call to "sdk.flaky"'
+        in r.error
+        and "restarted on the next call" in r.error
+    )
     assert 'its last stderr line: "flaky: going down on purpose"' in r.error
     assert h.call("sdk.flaky", {"marker": marker}).value == {"result": "recovered"}
 
 
 def test_retry_after_a_transient_failure(tmp_path: Path, make) -> None:
-    h = make(tmp_path, {"sdk": sdk(tmp_path, retry={"max_attempts": 2, "backoff_ms": 10})},
-             config=INPROCESS)
+    h = make(
+        tmp_path,
+        {"sdk": sdk(tmp_path, retry={"max_attempts": 2, "backoff_ms": 10})},
+        config=INPROCESS,
+    )
     r = h.call("sdk.flaky", {"marker": str(tmp_path / "m")})
     assert not r.is_error, r.error
     assert r.value == {"result": "recovered"}
     assert (tmp_path / "m").exists()
 
 
-def test_non_idempotent_tool_is_not_retried_unless_the_operator_says_so(tmp_path: Path,
-                                                                       make) -> None:
+def test_non_idempotent_tool_is_not_retried_unless_the_operator_says_so(
+    tmp_path: Path, make
+) -> None:
     retry = {"max_attempts": 3, "backoff_ms": 0}
     h = make(tmp_path / "a", {"sdk": sdk(tmp_path, retry=retry)}, config=INPROCESS)
     marker = tmp_path / "a" / "w"
@@ -244,8 +276,9 @@ def test_non_idempotent_tool_is_not_retried_unless_the_operator_says_so(tmp_path
     assert r.is_error and "not retried: the tool's annotations say it is not idempotent" in r.error
     assert marker.read_text() == "x"  # exactly one attempt
     per_tool = {"write_once": {"retry": {"retry_non_idempotent": True}}}
-    h2 = make(tmp_path / "b", {"sdk": sdk(tmp_path, retry=retry, per_tool=per_tool)},
-              config=INPROCESS)
+    h2 = make(
+        tmp_path / "b", {"sdk": sdk(tmp_path, retry=retry, per_tool=per_tool)}, config=INPROCESS
+    )
     marker2 = tmp_path / "b" / "w"
     assert h2.call("sdk.write_once", {"marker": str(marker2)}).value == {"result": "written"}
     assert marker2.read_text() == "xx"
@@ -285,22 +318,27 @@ def test_server_that_exited_between_calls_is_started_again(tmp_path: Path, make)
 
 def test_hung_server_times_out_and_is_restarted(tmp_path: Path, make) -> None:
     tag = f"hang-{tmp_path.name}"
-    h = make(tmp_path, {"sdk": sdk(tag, per_tool={"slow": {"timeout_ms": 300}})},
-             config=INPROCESS)
+    h = make(tmp_path, {"sdk": sdk(tag, per_tool={"slow": {"timeout_ms": 300}})}, config=INPROCESS)
     assert h.call("sdk.echo", {"text": "up"}).value == {"result": "up"}
     old = server_pids(tag)
     t0 = time.monotonic()
     r = h.call("sdk.slow", {"ms": 30000})
     assert time.monotonic() - t0 < 5
-    assert r.error == ('upstream server "sdk" did not answer the call to "sdk.slow" within '
-                       "300 ms; the server was stopped and is restarted on the next call")
+    assert r.error == (
+        'upstream server "sdk" did not answer the call to "sdk.slow" within '
+        "300 ms; the server was stopped and is restarted on the next call"
+    )
     assert h.call("sdk.echo", {"text": "again"}).value == {"result": "again"}
     assert wait_for(lambda: not set(old) & set(server_pids(tag)))
 
 
 def test_timeouts_are_retried_only_when_asked(tmp_path: Path, make) -> None:
-    slow = {"slow": {"timeout_ms": 200, "retry": {"max_attempts": 2, "retry_on": ["timeout"],
-                                                  "backoff_ms": 0}}}
+    slow = {
+        "slow": {
+            "timeout_ms": 200,
+            "retry": {"max_attempts": 2, "retry_on": ["timeout"], "backoff_ms": 0},
+        }
+    }
     h = make(tmp_path, {"sdk": sdk(tmp_path, per_tool=slow)}, config=INPROCESS)
     r = h.call("sdk.slow", {"ms": 5000})
     assert r.is_error and r.error.endswith("(gave up after 2 attempts)")
@@ -318,8 +356,9 @@ def test_list_changed_refreshes_the_tools(tmp_path: Path, make) -> None:
     assert h.call("sdk.newt", {}).value == {"result": "I am newt"}
 
 
-def test_deferred_server_starts_on_first_call_and_close_leaves_no_process(tmp_path: Path,
-                                                                         make) -> None:
+def test_deferred_server_starts_on_first_call_and_close_leaves_no_process(
+    tmp_path: Path, make
+) -> None:
     tag = f"life-{tmp_path.name}"
     h = make(tmp_path, {"sdk": sdk(tag)}, config=INPROCESS)
     assert server_pids(tag) == []  # deferred: nothing started at load
@@ -342,8 +381,10 @@ def test_server_that_cannot_start_is_an_error_result(tmp_path: Path, make) -> No
     assert not [n for n in h.tools if n.startswith("nope.")]
     r = h.call("nope.anything", {})
     assert r.is_error
-    assert r.error == ('upstream server "nope": program "no-such-mcp-server-xyz" is not on '
-                       "PATH; install it or give its full path in harness.md")
+    assert r.error == (
+        'upstream server "nope": program "no-such-mcp-server-xyz" is not on '
+        "PATH; install it or give its full path in harness.md"
+    )
 
 
 def test_close_during_a_call_ends_it_with_an_error(tmp_path: Path, make) -> None:

@@ -38,18 +38,24 @@ def test_http_server_tools_and_calls(tmp_path: Path, make, http_url: str) -> Non
     assert err.is_error and "failing on purpose: http" in err.error
 
 
-def test_http_headers_take_env_values(tmp_path: Path, make, http_url: str,
-                                      monkeypatch) -> None:
+def test_http_headers_take_env_values(tmp_path: Path, make, http_url: str, monkeypatch) -> None:
     monkeypatch.setenv("UP_HTTP_TOKEN", "tok-123")
-    h = make(tmp_path / "p", {"web": {"url": http_url, "headers": {
-        "X-Token": "${env:UP_HTTP_TOKEN}", "X-Fixed": "plain"}}}, config=INPROCESS)
+    h = make(
+        tmp_path / "p",
+        {
+            "web": {
+                "url": http_url,
+                "headers": {"X-Token": "${env:UP_HTTP_TOKEN}", "X-Fixed": "plain"},
+            }
+        },
+        config=INPROCESS,
+    )
     assert h.call("web.header", {"name": "X-Token"}).value == {"result": "tok-123"}
     assert h.call("web.header", {"name": "X-Fixed"}).value == {"result": "plain"}
 
 
 def test_http_redaction_and_spill(tmp_path: Path, make, http_url: str) -> None:
-    h = make(tmp_path / "p", {"web": {"url": http_url}}, hooks={"redact": REDACT},
-             config=INPROCESS)
+    h = make(tmp_path / "p", {"web": {"url": http_url}}, hooks={"redact": REDACT}, config=INPROCESS)
     assert "[REDACTED]" in h.call("web.secret", {}).text
     big = h.call("web.big", {"kb": 100})
     assert big.truncated and 'read_output(ref="' in big.text
@@ -57,16 +63,23 @@ def test_http_redaction_and_spill(tmp_path: Path, make, http_url: str) -> None:
 
 def test_http_5xx_is_retried_by_policy(tmp_path: Path, make, http_url: str) -> None:
     marker = tmp_path / "http-503.marker"
-    h = make(tmp_path / "p", {"web": {"url": http_url, "retry": {
-        "max_attempts": 2, "retry_on": ["5xx"], "backoff_ms": 10}}}, config=INPROCESS)
+    h = make(
+        tmp_path / "p",
+        {
+            "web": {
+                "url": http_url,
+                "retry": {"max_attempts": 2, "retry_on": ["5xx"], "backoff_ms": 10},
+            }
+        },
+        config=INPROCESS,
+    )
     r = h.call("web.flaky_http", {})
     assert marker.exists()  # the first attempt got the 503
     assert not r.is_error, r.error
     assert r.value == {"result": "ok after 503"}
 
 
-def test_http_5xx_without_retry_is_an_error_result(tmp_path: Path, make,
-                                                  http_url: str) -> None:
+def test_http_5xx_without_retry_is_an_error_result(tmp_path: Path, make, http_url: str) -> None:
     h = make(tmp_path / "p", {"web": {"url": http_url}}, config=INPROCESS)
     r = h.call("web.flaky_http", {})
     assert r.is_error and "503" in r.error

@@ -46,7 +46,8 @@ def test_sandboxed_server_cannot_read_outside_the_workspace(tmp_path: Path, make
     h = make(ws, {"sdk": sdk(tmp_path)}, config=INPROCESS)
     (ws / "inside.txt").write_text("workspace file")
     assert h.call("sdk.read_path", {"path": str(ws / "inside.txt")}).value == {
-        "result": "workspace file"}
+        "result": "workspace file"
+    }
     r = h.call("sdk.read_path", {"path": str(outside / "secret.txt")})
     assert r.is_error and "No such file or directory" in r.error
     home = os.path.expanduser("~")
@@ -60,7 +61,8 @@ def test_sandboxed_server_writes_only_the_workspace(tmp_path: Path, make) -> Non
     ws = tmp_path / "ws"
     h = make(ws, {"sdk": sdk(tmp_path)}, config=INPROCESS)
     assert h.call("sdk.write_file", {"path": "made.txt", "text": "ok"}).value == {
-        "result": str(ws / "made.txt")}
+        "result": str(ws / "made.txt")
+    }
     assert (ws / "made.txt").read_text() == "ok"
     target = tmp_path / "escaped.txt"
     r = h.call("sdk.write_file", {"path": str(target), "text": "no"})
@@ -79,7 +81,8 @@ def test_sandboxed_server_has_no_network(tmp_path: Path, make) -> None:
         # The same server with sandbox: off reaches the listener: the test can fail.
         open_ = make(tmp_path / "b", {"sdk": sdk(tmp_path, sandbox="off")}, config=INPROCESS)
         assert open_.call("sdk.connect", {"host": "127.0.0.1", "port": port}).value == {
-            "result": "connected"}
+            "result": "connected"
+        }
     finally:
         srv.close()
 
@@ -88,7 +91,8 @@ def test_unsandboxed_server_reads_outside(tmp_path: Path, make) -> None:
     (tmp_path / "outside.txt").write_text("visible")
     h = make(tmp_path / "ws", {"sdk": sdk(tmp_path, sandbox="off")}, config=INPROCESS)
     assert h.call("sdk.read_path", {"path": str(tmp_path / "outside.txt")}).value == {
-        "result": "visible"}
+        "result": "visible"
+    }
 
 
 def test_runtime_paths_mount_the_interpreter_not_the_home(tmp_path: Path) -> None:
@@ -100,8 +104,9 @@ def test_runtime_paths_mount_the_interpreter_not_the_home(tmp_path: Path) -> Non
     # virtualenv over /usr/bin/python3, as a normal user's usually is), never mounted twice.
     system = [r for r in sandbox.system_roots() if real.startswith(r.rstrip("/") + "/")]
     assert any(real.startswith(p + "/") for p in paths) or system, paths
-    assert not any(p == r or p.startswith(r.rstrip("/") + "/")
-                   for p in paths for r in sandbox.system_roots()), paths
+    assert not any(
+        p == r or p.startswith(r.rstrip("/") + "/") for p in paths for r in sandbox.system_roots()
+    ), paths
     assert os.path.realpath(SDK_SERVER) in paths
     home = os.path.realpath(os.path.expanduser("~"))
     assert home not in paths and "/" not in paths
@@ -119,10 +124,12 @@ def test_runtime_paths_of_a_virtualenv_over_a_system_interpreter(tmp_path: Path)
     system_exe = os.path.realpath("/bin/sh")
     assert any(system_exe.startswith(r + "/") for r in sandbox.system_roots())
     (venv / "bin" / "python3").symlink_to(system_exe)
-    (venv / "pyvenv.cfg").write_text(f"home = {os.path.dirname(system_exe)}\n"
-                                     f"executable = {system_exe}\n")
-    paths = runtime_paths(str(venv / "bin" / "python3"), [], str(tmp_path / "ws"),
-                          str(tmp_path / "home"))
+    (venv / "pyvenv.cfg").write_text(
+        f"home = {os.path.dirname(system_exe)}\nexecutable = {system_exe}\n"
+    )
+    paths = runtime_paths(
+        str(venv / "bin" / "python3"), [], str(tmp_path / "ws"), str(tmp_path / "home")
+    )
     assert paths == [os.path.realpath(venv)]
 
 
@@ -140,12 +147,18 @@ def test_runtime_paths_do_not_mount_a_whole_home_folder(tmp_path: Path) -> None:
 def test_validate_warns_about_sandbox_off_and_network_without_sandbox(tmp_path: Path) -> None:
     from upstream_helpers import write_project
 
-    write_project(tmp_path, {
-        "loose": sdk(tmp_path, sandbox="off", network={"allowed_domains": ["example.com"]}),
-        "netty": sdk(tmp_path, network={"allowed_domains": ["example.com"]})})
+    write_project(
+        tmp_path,
+        {
+            "loose": sdk(tmp_path, sandbox="off", network={"allowed_domains": ["example.com"]}),
+            "netty": sdk(tmp_path, network={"allowed_domains": ["example.com"]}),
+        },
+    )
     problems = harness.check(tmp_path)
-    assert {(p.code, p.severity) for p in problems} == {("server-unsandboxed", "warning"),
-                                                        ("server-network", "warning")}
+    assert {(p.code, p.severity) for p in problems} == {
+        ("server-unsandboxed", "warning"),
+        ("server-network", "warning"),
+    }
     (net,) = [p for p in problems if p.code == "server-network"]
     assert net.path == "harness.md" and "has no effect with sandbox: off" in net.message
 
@@ -173,21 +186,31 @@ def test_allowed_domains_open_the_network_through_the_http_rules(tmp_path: Path,
     httpd, port = host_http_server()
     try:
         url = f"http://127.0.0.1:{port}/"
-        opened = make(tmp_path / "a", {"sdk": sdk(
-            tmp_path, network={"allowed_domains": ["127.0.0.1"]})}, config=INPROCESS)
+        opened = make(
+            tmp_path / "a",
+            {"sdk": sdk(tmp_path, network={"allowed_domains": ["127.0.0.1"]})},
+            config=INPROCESS,
+        )
         assert opened.call("sdk.fetch", {"url": url}).value == {"result": "hello from the host"}
         # Only through the proxy: a direct connection still has no network.
         direct = opened.call("sdk.connect", {"host": "127.0.0.1", "port": port})
         assert direct.value["result"].startswith("refused:")
-        other = make(tmp_path / "b", {"sdk": sdk(
-            tmp_path, network={"allowed_domains": ["example.com"]})}, config=INPROCESS)
+        other = make(
+            tmp_path / "b",
+            {"sdk": sdk(tmp_path, network={"allowed_domains": ["example.com"]})},
+            config=INPROCESS,
+        )
         r = other.call("sdk.fetch", {"url": url})
         assert r.is_error
-        assert ('HTTP 403: upstream server "sdk": IP address "127.0.0.1" is not in '
-                "network.allowed_domains") in r.error
-        named = make(tmp_path / "c", {"sdk": sdk(
-            tmp_path, network={"allowed_domains": ["*.localhost", "example.com"]})},
-            config=INPROCESS)
+        assert (
+            'HTTP 403: upstream server "sdk": IP address "127.0.0.1" is not in '
+            "network.allowed_domains"
+        ) in r.error
+        named = make(
+            tmp_path / "c",
+            {"sdk": sdk(tmp_path, network={"allowed_domains": ["*.localhost", "example.com"]})},
+            config=INPROCESS,
+        )
         r = named.call("sdk.fetch", {"url": f"http://localhost:{port}/"})
         assert r.is_error and "HTTP 403" in r.error
     finally:

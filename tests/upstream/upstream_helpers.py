@@ -17,12 +17,14 @@ def sdk_command() -> list[str]:
     return [PYTHON, SDK_SERVER]
 
 
-def write_project(root: Path, servers: dict[str, dict], *, hooks: dict[str, str] | None = None,
-                  config: str = "") -> Path:
+def write_project(
+    root: Path, servers: dict[str, dict], *, hooks: dict[str, str] | None = None, config: str = ""
+) -> Path:
     """harness.md with ``mcp_servers:`` (JSON is YAML) and optional hook files."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "harness.md").write_text(
-        f"---\nmcp_servers: {json.dumps(servers)}\n{config}---\nA test project.\n")
+        f"---\nmcp_servers: {json.dumps(servers)}\n{config}---\nA test project.\n"
+    )
     for name, text in (hooks or {}).items():
         folder = root / ".harness" / "hooks"
         folder.mkdir(parents=True, exist_ok=True)
@@ -56,7 +58,6 @@ def sdk(tag: object, **settings: object) -> dict[str, object]:
 INPROCESS = "runtime: {isolation: inprocess}\n"
 
 
-
 def free_port() -> int:
     import socket
 
@@ -72,9 +73,12 @@ def start_http_server(marker: Path) -> tuple[object, str]:
     import time
 
     port = free_port()
-    proc = subprocess.Popen([PYTHON, SDK_SERVER, "http", str(port), str(marker)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [PYTHON, SDK_SERVER, "http", str(port), str(marker)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     end = time.monotonic() + 30
     while time.monotonic() < end:
         try:

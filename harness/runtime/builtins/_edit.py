@@ -44,11 +44,12 @@ def _ambiguous(path: str, norm: str, hits: list[int], strategy: str) -> BuiltinE
     return BuiltinError(
         f'fs.edit: old text matches more than one place in "{path}" ({strategy} match, '
         f"lines {lines}, maybe more); include more surrounding lines in old so that it "
-        "matches exactly one place")
+        "matches exactly one place"
+    )
 
 
 def _indent(line: str) -> str:
-    return line[:len(line) - len(line.lstrip())]
+    return line[: len(line) - len(line.lstrip())]
 
 
 def _strip_blank(lines: list[str]) -> list[str]:
@@ -59,7 +60,7 @@ def _strip_blank(lines: list[str]) -> list[str]:
     return lines
 
 
-def apply_edit(path: str, text: str, old: str, new: str) -> tuple[str, str]:
+def apply_edit(path: str, text: str, old: str, new: str) -> tuple[str, str]:  # noqa: C901
     """Replace the one occurrence of ``old`` (four levels, strictest first; the first
     level with any match decides). Line endings of the file are kept."""
     style = _eol_style(text)
@@ -71,7 +72,7 @@ def apply_edit(path: str, text: str, old: str, new: str) -> tuple[str, str]:
     if len(hits) > 1:
         raise _ambiguous(path, text, hits, "exact")
     if hits:
-        return text[:hits[0]] + styled(new) + text[hits[0] + len(old):], "exact"
+        return text[: hits[0]] + styled(new) + text[hits[0] + len(old) :], "exact"
 
     # The file with every line ending as "\n"; extra[k] = CRLFs among the first k ends.
     ends = [(m.start(), m.end() - m.start()) for m in _EOL.finditer(text)]
@@ -87,7 +88,7 @@ def apply_edit(path: str, text: str, old: str, new: str) -> tuple[str, str]:
         return p + extra[bisect.bisect_left(npos, p)]
 
     def splice(start: int, end: int, replacement: str) -> str:
-        return text[:orig(start)] + styled(replacement) + text[orig(end):]
+        return text[: orig(start)] + styled(replacement) + text[orig(end) :]
 
     old_n, new_n = _EOL.sub("\n", old), _EOL.sub("\n", new)
     hits = _find(norm, old_n)
@@ -102,8 +103,8 @@ def apply_edit(path: str, text: str, old: str, new: str) -> tuple[str, str]:
         if len(hits) > 1:
             raise _ambiguous(path, norm, hits, "trimmed")
         if hits:
-            lead = old_n[:len(old_n) - len(old_n.lstrip())]
-            trail = old_n[len(old_n.rstrip()):]
+            lead = old_n[: len(old_n) - len(old_n.lstrip())]
+            trail = old_n[len(old_n.rstrip()) :]
             repl = new_n.removeprefix(lead)
             if trail:
                 repl = repl.removesuffix(trail)
@@ -114,15 +115,16 @@ def apply_edit(path: str, text: str, old: str, new: str) -> tuple[str, str]:
         lines = norm.split("\n")
         keys = [line.strip() for line in lines]
         k = len(want)
-        found = [i for i in range(len(lines) - k + 1)
-                 if keys[i] == want[0] and keys[i:i + k] == want]
+        found = [
+            i for i in range(len(lines) - k + 1) if keys[i] == want[0] and keys[i : i + k] == want
+        ]
         if len(found) > 1:
             starts = [sum(len(x) + 1 for x in lines[:i]) for i in found[:2]]
             raise _ambiguous(path, norm, starts, "indentation-insensitive")
         if found:
             i = found[0]
             start = sum(len(x) + 1 for x in lines[:i])
-            end = start + sum(len(x) + 1 for x in lines[i:i + k]) - 1
+            end = start + sum(len(x) + 1 for x in lines[i : i + k]) - 1
             old_base = _indent(_strip_blank(old_n.split("\n"))[0])
             file_base = _indent(lines[i])
             body = []
@@ -130,7 +132,7 @@ def apply_edit(path: str, text: str, old: str, new: str) -> tuple[str, str]:
                 if not line.strip():
                     body.append("")
                 elif line.startswith(old_base):
-                    body.append(file_base + line[len(old_base):])
+                    body.append(file_base + line[len(old_base) :])
                 else:
                     body.append(file_base + line.lstrip())
             if not body and end < len(norm):
@@ -140,4 +142,5 @@ def apply_edit(path: str, text: str, old: str, new: str) -> tuple[str, str]:
     raise BuiltinError(
         f'fs.edit: old text not found in "{path}" (tried exact, line-ending-normalized, '
         "trimmed and indentation-insensitive matching); read the file again and copy the "
-        "text to replace exactly")
+        "text to replace exactly"
+    )

@@ -133,7 +133,7 @@ def _compile_spec(data: bytes) -> Any:
 def is_ignored(ignores: Ignores, rel: str, is_dir: bool) -> bool:
     """Whether workspace-relative ``rel`` is ignored by ``ignores`` (deepest decides)."""
     for base, match in reversed(ignores):
-        sub = rel[len(base) + 1:] if base else rel
+        sub = rel[len(base) + 1 :] if base else rel
         got = match(sub + "/" if is_dir else sub)[0]
         if got is not None:
             return bool(got)
@@ -190,7 +190,7 @@ def start_ignores(jail: _j.Jail, real: str, fd: int | None = None) -> Ignores:
             ignores = _with_dir(ignores, dfd, here)
         finally:
             os.close(dfd)
-        if is_ignored(ignores, "/".join(parts[:depth + 1]), True):
+        if is_ignored(ignores, "/".join(parts[: depth + 1]), True):
             ignores = ()
     if fd is not None:
         ignores = _with_dir(ignores, fd, real)
@@ -198,6 +198,7 @@ def start_ignores(jail: _j.Jail, real: str, fd: int | None = None) -> Ignores:
 
 
 # ---------------------------------------------------------------------- the pattern
+
 
 class Pattern:
     """A glob split into components, run as an automaton over path components."""
@@ -208,11 +209,11 @@ class Pattern:
         self.parts = parts
         self.last = len(parts) - 1
         # per component: 0 = "**", 1 = magic, 2 = literal
-        self.kinds = [0 if p == "**" else 1 if any(c in p for c in "*?[") else 2
-                      for p in parts]
+        self.kinds = [0 if p == "**" else 1 if any(c in p for c in "*?[") else 2 for p in parts]
         self.tests: list[Callable[[str], Any] | None] = [
             re.compile(fnmatch.translate(p)).match if k == 1 else None
-            for p, k in zip(parts, self.kinds, strict=True)]
+            for p, k in zip(parts, self.kinds, strict=True)
+        ]
         self.memo: dict[tuple[tuple[int, ...], str], tuple[bool, tuple[int, ...]]] = {}
 
     def start(self) -> tuple[int, ...]:
@@ -255,7 +256,8 @@ class Pattern:
                 continue
             if kind == 1:
                 ok = self.tests[i](name) is not None and (  # type: ignore[misc]
-                    not dot or self.parts[i].startswith("."))
+                    not dot or self.parts[i].startswith(".")
+                )
             else:
                 ok = name == self.parts[i]
             if ok:
@@ -290,13 +292,20 @@ class Walk:
     them (``scandir``), a directory's content right after the directory, as with
     ``grep -r`` or ``find``; the rules applied are the same."""
 
-    def __init__(self, jail: _j.Jail, pattern: Pattern, *, ignores: Ignores | None,
-                 tick: Callable[[], None], files_only: bool = False,
-                 sort: bool = True) -> None:
+    def __init__(
+        self,
+        jail: _j.Jail,
+        pattern: Pattern,
+        *,
+        ignores: Ignores | None,
+        tick: Callable[[], None],
+        files_only: bool = False,
+        sort: bool = True,
+    ) -> None:
         self.jail, self.pattern, self.ignores = jail, pattern, ignores
         self.tick, self.files_only, self.sort = tick, files_only, sort
 
-    def run(self, fd: int, real: str) -> Generator[tuple[int, str, str, str], None, None]:
+    def run(self, fd: int, real: str) -> Generator[tuple[int, str, str, str], None, None]:  # noqa: C901
         """Yield ``(dir_fd, name, rel, kind)``; ``dir_fd`` is valid until the next item.
         ``fd`` (the start directory, opened through the jail) is not closed."""
         jail, pattern, files_only = self.jail, self.pattern, self.files_only
@@ -326,8 +335,7 @@ class Walk:
                         except OSError:
                             continue  # vanished, swapped for a symlink, or unreadable
                         try:
-                            frame = self._frame(cfd, crel, (*folded, name.casefold()), nxt,
-                                                ignores)
+                            frame = self._frame(cfd, crel, (*folded, name.casefold()), nxt, ignores)
                         except BaseException:
                             os.close(cfd)
                             raise
@@ -341,9 +349,16 @@ class Walk:
             for frame in stack[1:]:
                 os.close(frame[0])
 
-    def _frame(self, dfd: int, rel: str, folded: tuple[str, ...], states: tuple[int, ...],
-               ignores: Ignores | None) -> tuple[int, str, tuple[str, ...], tuple[int, ...],
-                                                 Ignores | None, list[tuple[str, str, str]]]:
+    def _frame(
+        self,
+        dfd: int,
+        rel: str,
+        folded: tuple[str, ...],
+        states: tuple[int, ...],
+        ignores: Ignores | None,
+    ) -> tuple[
+        int, str, tuple[str, ...], tuple[int, ...], Ignores | None, list[tuple[str, str, str]]
+    ]:
         """A directory's entries in reverse (popped from the end): sorted, or in the
         file system's order when the walk does not sort."""
         self.tick()
@@ -377,6 +392,7 @@ class Walk:
 
 
 # ------------------------------------------------------------------------- the scan
+
 
 def read_file(dfd: int, name: str, cap: int) -> bytes | None:
     """The content of regular file ``name`` in ``dfd``, never through a symlink (None
@@ -422,8 +438,7 @@ class Scanner:
         self.buffer = None
         # A pattern of plain characters only matches itself, within one line: every
         # hit is a matching line (nothing to verify); see _literal.
-        self.literal = (pattern.encode("utf-8") if pattern and not _SPECIAL.search(pattern)
-                        else None)
+        self.literal = pattern.encode("utf-8") if pattern and not _SPECIAL.search(pattern) else None
         if not _LINE_ONLY.search(pattern):
             self.buffer = re2.compile("(?m)" + pattern, options=_BUFFER_OPTIONS)._regexp
 
@@ -443,8 +458,7 @@ class Scanner:
             return self._by_line(data, limit)
         return self._in_buffer(data, limit, self.literal)
 
-    def _in_buffer(self, data: bytes, limit: int,
-                   literal: bytes | None) -> list[tuple[int, str]]:
+    def _in_buffer(self, data: bytes, limit: int, literal: bytes | None) -> list[tuple[int, str]]:
         """One pass over the whole buffer: each hit's line is located around it (line
         numbers counted only up to it) and checked against the pattern as given. For a
         ``literal`` pattern RE2 finds the first hit (it skips text faster than
@@ -466,14 +480,17 @@ class Scanner:
             counted = begin
             line = data[begin:end]
             if literal is not None or verify(_UNANCHORED, line, 0, len(line))[0][0] >= 0:
-                out.append((number, line.decode("utf-8")[:self.max_chars]))
+                out.append((number, line.decode("utf-8")[: self.max_chars]))
                 if len(out) >= limit:
                     break
             pos = end + 1
             if pos > size:
                 break
-            start = (data.find(literal, pos) if literal is not None
-                     else find(_UNANCHORED, data, pos, size)[0][0])
+            start = (
+                data.find(literal, pos)
+                if literal is not None
+                else find(_UNANCHORED, data, pos, size)[0][0]
+            )
         return out
 
     def _by_line(self, data: bytes, limit: int) -> list[tuple[int, str]]:
@@ -481,7 +498,7 @@ class Scanner:
         out: list[tuple[int, str]] = []
         for number, line in enumerate(data.split(b"\n"), 1):
             if verify(_UNANCHORED, line, 0, len(line))[0][0] >= 0:
-                out.append((number, line.decode("utf-8")[:self.max_chars]))
+                out.append((number, line.decode("utf-8")[: self.max_chars]))
                 if len(out) >= limit:
                     break
         return out

@@ -25,8 +25,10 @@ def encoded_size(key: str, value: Any) -> int:
     except (TypeError, ValueError) as exc:
         raise BuiltinError(f"cache.set: value for {key!r} is not JSON-compatible: {exc}") from None
     if size > MAX_VALUE_BYTES:
-        raise BuiltinError(f"cache.set: value for {key!r} is {size} bytes; the limit is "
-                           f"{MAX_VALUE_BYTES} bytes per value")
+        raise BuiltinError(
+            f"cache.set: value for {key!r} is {size} bytes; the limit is "
+            f"{MAX_VALUE_BYTES} bytes per value"
+        )
     return size
 
 
@@ -53,7 +55,8 @@ class MemoryCache:
             new_total = self._bytes - (old[1] if old else 0) + size
             if old is None and len(self._data) >= self.max_entries:
                 raise BuiltinError(
-                    f"cache.set: the session cache is full ({self.max_entries} keys)")
+                    f"cache.set: the session cache is full ({self.max_entries} keys)"
+                )
             if new_total > self.max_bytes:
                 raise BuiltinError(f"cache.set: the session cache is full ({self.max_bytes} bytes)")
             self._data[key] = (encoded, size)
@@ -111,5 +114,10 @@ def clear(ctx: CallContext) -> None:
     _store(ctx).clear()
 
 
-FUNCTIONS = {"cache.get": get, "cache.set": set_, "cache.delete": delete, "cache.has": has,
-             "cache.clear": clear}
+FUNCTIONS = {
+    "cache.get": get,
+    "cache.set": set_,
+    "cache.delete": delete,
+    "cache.has": has,
+    "cache.clear": clear,
+}

@@ -42,8 +42,10 @@ def sleep(ctx: CallContext, ms: Any) -> None:
         raise BuiltinError(f"sleep: at most {MAX_SLEEP_MS} ms, got {ms}")
     left = ctx.remaining_ms()
     if left is not None and ms > left:
-        raise BuiltinError(f"sleep: {ms} ms is longer than the {int(left)} ms left before "
-                           "the call's deadline; sleep less or raise timeout_ms")
+        raise BuiltinError(
+            f"sleep: {ms} ms is longer than the {int(left)} ms left before "
+            "the call's deadline; sleep less or raise timeout_ms"
+        )
     end = time.monotonic() + ms / 1000.0
     while True:
         now = time.monotonic()
@@ -78,8 +80,12 @@ def rename_calls(source: str) -> str:
     own = {t.string for i, t in enumerate(names) if i and names[i - 1].string == "def"}
     lines = source.split("\n")
     edits: list[tuple[int, int, int, str]] = []
-    sig = [t for t in toks if t.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT,
-                                             tokenize.DEDENT, tokenize.NEWLINE)]
+    sig = [
+        t
+        for t in toks
+        if t.type
+        not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE)
+    ]
     for i, tok in enumerate(sig):
         new = surface.RENAMED_CALLS.get(tok.string)
         if tok.type != tokenize.NAME or new is None or tok.string in own:

@@ -40,16 +40,19 @@ def zone(name: str, fn: str = "time") -> _dt.tzinfo:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
         hint = suggest(name, _zone_names())
-        raise BuiltinError(f'{fn}: unknown time zone "{name}"{hint}; use an IANA name such as '
-                           '"Europe/Berlin", "America/New_York" or "UTC"') from None
+        raise BuiltinError(
+            f'{fn}: unknown time zone "{name}"{hint}; use an IANA name such as '
+            '"Europe/Berlin", "America/New_York" or "UTC"'
+        ) from None
 
 
 def _tz(fn: str, tz: Any) -> _dt.tzinfo | None:
     if tz is None:
         return None
     if not isinstance(tz, str):
-        raise BuiltinError(f"{fn}: tz must be a string such as \"Europe/Berlin\", got "
-                           f"{type(tz).__name__}")
+        raise BuiltinError(
+            f'{fn}: tz must be a string such as "Europe/Berlin", got {type(tz).__name__}'
+        )
     return zone(tz, fn)
 
 
@@ -64,16 +67,20 @@ def parse_instant(text: str) -> _dt.datetime:
 
 def _check_format(fn: str, fmt: Any) -> str:
     if not isinstance(fmt, str):
-        raise BuiltinError(f"{fn}: format must be a string such as \"%Y-%m-%d %H:%M\", got "
-                           f"{type(fmt).__name__}")
+        raise BuiltinError(
+            f'{fn}: format must be a string such as "%Y-%m-%d %H:%M", got {type(fmt).__name__}'
+        )
     for m in _DIRECTIVE.finditer(fmt):
         code = m.group(1)
         if code is None:
-            raise BuiltinError(f'{fn}: format "{fmt}" ends with a lone "%"; write "%%" for a '
-                               "percent sign")
+            raise BuiltinError(
+                f'{fn}: format "{fmt}" ends with a lone "%"; write "%%" for a percent sign'
+            )
         if code not in _DIRECTIVES:
-            raise BuiltinError(f'{fn}: format "{fmt}" has the unknown directive "%{code}"; '
-                               "use strftime directives such as %Y %m %d %H %M %S %z %a %A %b")
+            raise BuiltinError(
+                f'{fn}: format "{fmt}" has the unknown directive "%{code}"; '
+                "use strftime directives such as %Y %m %d %H %M %S %z %a %A %b"
+            )
     return fmt
 
 
@@ -88,8 +95,11 @@ def _current(ctx: CallContext) -> _dt.datetime:
 def rfc3339(value: _dt.datetime) -> str:
     """Milliseconds, ``Z`` for UTC, the offset (``+01:00``) otherwise."""
     text = value.isoformat(timespec="milliseconds")
-    return text[:-6] + "Z" if value.utcoffset() == _dt.timedelta(0) and value.tzinfo is _dt.UTC \
+    return (
+        text[:-6] + "Z"
+        if value.utcoffset() == _dt.timedelta(0) and value.tzinfo is _dt.UTC
         else text
+    )
 
 
 def time_now(ctx: CallContext, tz: Any = None) -> str:
@@ -108,8 +118,12 @@ def _fields(value: _dt.datetime) -> dict[str, Any]:
     return {
         "text": rfc3339(value),
         "unix": value.timestamp(),
-        "year": value.year, "month": value.month, "day": value.day,
-        "hour": value.hour, "minute": value.minute, "second": value.second,
+        "year": value.year,
+        "month": value.month,
+        "day": value.day,
+        "hour": value.hour,
+        "minute": value.minute,
+        "second": value.second,
         "weekday": WEEKDAYS[value.weekday()],
         "offset_minutes": int(offset.total_seconds() // 60),
     }
@@ -123,15 +137,18 @@ def time_parse(ctx: CallContext, text: Any, format: Any = None, tz: Any = None) 
         try:
             value = _dt.datetime.fromisoformat(text.strip())
         except ValueError:
-            raise BuiltinError(f'time.parse: "{text:.100}" is not an RFC 3339 time such as '
-                               '"2026-01-05T09:00:00Z"; pass format= for other layouts') from None
+            raise BuiltinError(
+                f'time.parse: "{text:.100}" is not an RFC 3339 time such as '
+                '"2026-01-05T09:00:00Z"; pass format= for other layouts'
+            ) from None
     else:
         fmt = _check_format("time.parse", format)
         try:
             value = _dt.datetime.strptime(text, fmt)
         except ValueError as exc:
-            raise BuiltinError(f'time.parse: "{text:.100}" does not match format "{fmt}" '
-                               f"({exc})") from None
+            raise BuiltinError(
+                f'time.parse: "{text:.100}" does not match format "{fmt}" ({exc})'
+            ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=zone_ or _dt.UTC)
     elif zone_ is not None:
@@ -150,10 +167,12 @@ def _instant(fn: str, value: Any) -> _dt.datetime:
         try:
             return parse_instant(value)
         except ValueError:
-            raise BuiltinError(f'{fn}: "{value:.100}" is not an RFC 3339 time such as '
-                               '"2026-01-05T09:00:00Z"') from None
-    raise BuiltinError(f"{fn}: value must be an RFC 3339 string or a Unix time, got "
-                       f"{type(value).__name__}")
+            raise BuiltinError(
+                f'{fn}: "{value:.100}" is not an RFC 3339 time such as "2026-01-05T09:00:00Z"'
+            ) from None
+    raise BuiltinError(
+        f"{fn}: value must be an RFC 3339 string or a Unix time, got {type(value).__name__}"
+    )
 
 
 def time_format(ctx: CallContext, value: Any = None, format: Any = None, tz: Any = None) -> str:

@@ -63,6 +63,7 @@ def _cap(ctx: CallContext) -> int:
 
 # --------------------------------------------------------------------- arguments
 
+
 def _str(name: str, arg: str, value: Any) -> str:
     if not isinstance(value, str):
         raise BuiltinError(f"{name}: {arg} must be a string, got {type(value).__name__}")
@@ -80,8 +81,9 @@ def _int(name: str, arg: str, value: Any, lo: int, hi: int) -> int:
 def _encode(name: str, content: str, cap: int) -> bytes:
     data = content.encode("utf-8", "surrogateescape")
     if len(data) > cap:
-        raise BuiltinError(f"{name}: content is {len(data)} bytes, more than the limit of "
-                           f"{cap} bytes per file")
+        raise BuiltinError(
+            f"{name}: content is {len(data)} bytes, more than the limit of {cap} bytes per file"
+        )
     return data
 
 
@@ -143,6 +145,7 @@ def _deadline(ctx: CallContext, name: str) -> None:
 
 # ------------------------------------------------------------------- primitives
 
+
 def _read_fd(fd: int, limit: int) -> bytes:
     chunks, left = [], limit
     while left > 0:
@@ -164,8 +167,9 @@ def _write_all(fd: int, data: bytes) -> None:
 def _regular(name: str, shown: str, fd: int) -> os.stat_result:
     info = os.fstat(fd)
     if st.S_ISDIR(info.st_mode):
-        raise BuiltinError(f'{name}: path "{shown}" is a directory; use fs.list to see '
-                           "what it contains")
+        raise BuiltinError(
+            f'{name}: path "{shown}" is a directory; use fs.list to see what it contains'
+        )
     if not st.S_ISREG(info.st_mode):
         raise BuiltinError(f'{name}: path "{shown}" is not a regular file')
     return info
@@ -182,8 +186,9 @@ def _exclusive(ctx: CallContext, name: str, loc: _j.Located) -> Iterator[None]:
             break
         except BlockingIOError:
             if time.monotonic() > limit:
-                raise BuiltinError(f'{name}: timed out waiting for another call writing '
-                                   f'"{loc.shown}"') from None
+                raise BuiltinError(
+                    f'{name}: timed out waiting for another call writing "{loc.shown}"'
+                ) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.005)
     try:
@@ -200,14 +205,17 @@ def _read_locked(name: str, loc: _j.Located, cap: int) -> bytes | None:
         return None
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise BuiltinError(f'{name}: path "{loc.shown}" changed while being written; '
-                               "try again") from None
+            raise BuiltinError(
+                f'{name}: path "{loc.shown}" changed while being written; try again'
+            ) from None
         raise
     try:
         info = _regular(name, loc.shown, fd)
         if info.st_size > cap:
-            raise BuiltinError(f'{name}: file "{loc.shown}" is {info.st_size} bytes, more '
-                               f"than the limit of {cap} bytes per file")
+            raise BuiltinError(
+                f'{name}: file "{loc.shown}" is {info.st_size} bytes, more '
+                f"than the limit of {cap} bytes per file"
+            )
         return _read_fd(fd, cap + 1)
     finally:
         os.close(fd)
@@ -217,8 +225,7 @@ def _tmpfile(dfd: int) -> tuple[int, str | None]:
     """An unnamed file in ``dfd`` if the filesystem can, else a hidden named one."""
     if hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd"):
         try:
-            return os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666,
-                           dir_fd=dfd), None
+            return os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=dfd), None
         except OSError as e:
             if os.fstat(dfd).st_nlink == 0:  # the directory was removed meanwhile
                 raise FileNotFoundError(errno.ENOENT, "directory removed") from None
@@ -266,6 +273,7 @@ def _result(jail: _j.Jail, path: str, **extra: Any) -> dict[str, Any]:
 
 # -------------------------------------------------------------------- functions
 
+
 @_builtin("fs.read")
 def read(ctx: CallContext, path: Any, max_bytes: Any = None) -> str:
     path = _str("fs.read", "path", path)
@@ -276,14 +284,17 @@ def read(ctx: CallContext, path: Any, max_bytes: Any = None) -> str:
     try:
         info = _regular("fs.read", path, fd)
         if max_bytes is None and info.st_size > cap:
-            raise BuiltinError(f'fs.read: file "{path}" is {info.st_size} bytes, more than '
-                               f"the limit of {cap}; pass max_bytes to read its beginning")
+            raise BuiltinError(
+                f'fs.read: file "{path}" is {info.st_size} bytes, more than '
+                f"the limit of {cap}; pass max_bytes to read its beginning"
+            )
         data = _read_fd(fd, cap + 1 if max_bytes is None else max_bytes)
     finally:
         os.close(fd)
     if max_bytes is None and len(data) > cap:
-        raise BuiltinError(f'fs.read: file "{path}" is more than {cap} bytes; pass '
-                           "max_bytes to read its beginning")
+        raise BuiltinError(
+            f'fs.read: file "{path}" is more than {cap} bytes; pass max_bytes to read its beginning'
+        )
     if max_bytes is not None and len(data) == max_bytes:
         # possibly cut inside a character: drop the incomplete tail, do not show U+FFFD
         return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
@@ -309,8 +320,10 @@ def append(ctx: CallContext, path: Any, content: Any) -> dict[str, Any]:
     with jail.locate(path, create=True, write=True) as loc, _exclusive(ctx, "fs.append", loc):
         old = _read_locked("fs.append", loc, cap) or b""
         if len(old) + len(data) > cap:
-            raise BuiltinError(f'fs.append: "{path}" would grow to {len(old) + len(data)} '
-                               f"bytes, more than the limit of {cap} bytes per file")
+            raise BuiltinError(
+                f'fs.append: "{path}" would grow to {len(old) + len(data)} '
+                f"bytes, more than the limit of {cap} bytes per file"
+            )
         _replace("fs.append", loc, old + data)
     return _result(jail, path, bytes=len(data))
 
@@ -374,8 +387,13 @@ def stat(ctx: CallContext, path: Any) -> dict[str, Any]:
             finally:
                 os.close(fd)
     shown = jail.display(path)
-    return {"name": shown.rsplit("/", 1)[-1], "size": info.st_size,
-            "is_dir": st.S_ISDIR(info.st_mode), "is_symlink": link, "mtime": info.st_mtime}
+    return {
+        "name": shown.rsplit("/", 1)[-1],
+        "size": info.st_size,
+        "is_dir": st.S_ISDIR(info.st_mode),
+        "is_symlink": link,
+        "mtime": info.st_mtime,
+    }
 
 
 def _entry(jail: _j.Jail, dfd: int, name: str, rel: str) -> tuple[bool, int, str] | None:
@@ -387,8 +405,13 @@ def _entry(jail: _j.Jail, dfd: int, name: str, rel: str) -> tuple[bool, int, str
     except FileNotFoundError:
         return None
     if not st.S_ISLNK(info.st_mode):
-        return st.S_ISDIR(info.st_mode), info.st_size, "dir" if st.S_ISDIR(info.st_mode) else (
-            "file" if st.S_ISREG(info.st_mode) else "other")
+        return (
+            st.S_ISDIR(info.st_mode),
+            info.st_size,
+            "dir"
+            if st.S_ISDIR(info.st_mode)
+            else ("file" if st.S_ISREG(info.st_mode) else "other"),
+        )
     try:
         fd, _real = jail.open(rel, _j.PROBE_FLAGS)
     except FileNotFoundError:
@@ -403,8 +426,7 @@ def _entry(jail: _j.Jail, dfd: int, name: str, rel: str) -> tuple[bool, int, str
 
 
 @_builtin("fs.list")
-def list_(ctx: CallContext, path: Any = ".", include_ignored: Any = True
-          ) -> list[dict[str, Any]]:
+def list_(ctx: CallContext, path: Any = ".", include_ignored: Any = True) -> list[dict[str, Any]]:
     path = _str("fs.list", "path", path)
     include_ignored = _bool("fs.list", "include_ignored", include_ignored)
     jail = _jail(ctx)
@@ -417,8 +439,7 @@ def list_(ctx: CallContext, path: Any = ".", include_ignored: Any = True
         for name in names:
             rel = f"{real}/{name}" if real else name
             got = _entry(jail, fd, name, rel)
-            if got is not None and not (ignores and _s.is_ignored(
-                    ignores, rel, got[2] == "dir")):
+            if got is not None and not (ignores and _s.is_ignored(ignores, rel, got[2] == "dir")):
                 out.append({"name": name, "is_dir": got[0], "size": got[1]})
     finally:
         os.close(fd)
@@ -426,6 +447,7 @@ def list_(ctx: CallContext, path: Any = ".", include_ignored: Any = True
 
 
 # ---------------------------------------------------------------------- globbing
+
 
 def _glob_parts(name: str, pattern: Any, jail: _j.Jail) -> list[str]:
     pattern = _str(name, "pattern" if name == "fs.glob" else "glob", pattern)
@@ -444,63 +466,86 @@ def _bool(name: str, arg: str, value: Any) -> bool:
     return value
 
 
-def _walk(ctx: CallContext, name: str, jail: _j.Jail, fd: int, real: str, parts: list[str],
-          include_ignored: bool, files_only: bool = False, sort: bool = True
-          ) -> Generator[tuple[int, str, str, str], None, None]:
+def _walk(
+    ctx: CallContext,
+    name: str,
+    jail: _j.Jail,
+    fd: int,
+    real: str,
+    parts: list[str],
+    include_ignored: bool,
+    files_only: bool = False,
+    sort: bool = True,
+) -> Generator[tuple[int, str, str, str], None, None]:
     """(dir_fd, name, workspace-relative path, kind) of the entries below the directory
     ``fd`` (resolved path ``real``) matching ``parts``, in path order (``sort``) or in
     the file system's; see :mod:`._search`."""
     ignores = None if include_ignored else _s.start_ignores(jail, real)
-    walk = _s.Walk(jail, _s.Pattern(parts), ignores=ignores,
-                   tick=functools.partial(_deadline, ctx, name), files_only=files_only,
-                   sort=sort)
+    walk = _s.Walk(
+        jail,
+        _s.Pattern(parts),
+        ignores=ignores,
+        tick=functools.partial(_deadline, ctx, name),
+        files_only=files_only,
+        sort=sort,
+    )
     return walk.run(fd, real)
 
 
-def _glob(ctx: CallContext, name: str, jail: _j.Jail, base: str, parts: list[str],
-          limit: int, include_ignored: bool, details: bool = False) -> list[tuple[Any, ...]]:
+def _glob(
+    ctx: CallContext,
+    name: str,
+    jail: _j.Jail,
+    base: str,
+    parts: list[str],
+    limit: int,
+    include_ignored: bool,
+    details: bool = False,
+) -> list[tuple[Any, ...]]:
     """Sorted (path, kind) of the matches, or (path, kind, is_dir, size) with ``details``
     (what fs.stat says: a symlink is described by its target)."""
     fd, real = jail.open(base, _j.DIR_FLAGS)
     found: list[tuple[Any, ...]] = []
     try:
-        with contextlib.closing(_walk(ctx, name, jail, fd, real, parts,
-                                      include_ignored)) as walk:
+        with contextlib.closing(_walk(ctx, name, jail, fd, real, parts, include_ignored)) as walk:
             for dfd, child, rel, kind in walk:
                 if details:  # the walk checked the rules; a link is described by _entry
                     try:
                         info = os.stat(child, dir_fd=dfd, follow_symlinks=False)
                     except FileNotFoundError:
                         continue
-                    got = ((st.S_ISDIR(info.st_mode), info.st_size, kind)
-                           if not st.S_ISLNK(info.st_mode) else _entry(jail, dfd, child, rel))
+                    got = (
+                        (st.S_ISDIR(info.st_mode), info.st_size, kind)
+                        if not st.S_ISLNK(info.st_mode)
+                        else _entry(jail, dfd, child, rel)
+                    )
                     if got is None:
                         continue
                     found.append((rel, kind, got[0], got[1]))
                 else:
                     found.append((rel, kind))
                 if len(found) > limit:
-                    raise BuiltinError(f"{name}: more than {limit} paths match; use a "
-                                       "narrower pattern")
+                    raise BuiltinError(
+                        f"{name}: more than {limit} paths match; use a narrower pattern"
+                    )
     finally:
         os.close(fd)
     return sorted(found)
 
 
 @_builtin("fs.glob")
-def glob(ctx: CallContext, pattern: Any, include_ignored: Any = False,
-         details: Any = False) -> list[Any]:
+def glob(
+    ctx: CallContext, pattern: Any, include_ignored: Any = False, details: Any = False
+) -> list[Any]:
     jail = _jail(ctx)
     parts = _glob_parts("fs.glob", pattern, jail)
     include_ignored = _bool("fs.glob", "include_ignored", include_ignored)
     details = _bool("fs.glob", "details", details)
     if not parts:
         return []
-    found = _glob(ctx, "fs.glob", jail, ".", parts, MAX_GLOB_RESULTS, include_ignored,
-                  details)
+    found = _glob(ctx, "fs.glob", jail, ".", parts, MAX_GLOB_RESULTS, include_ignored, details)
     if details:
-        return [{"path": p, "is_dir": is_dir, "size": size}
-                for p, _kind, is_dir, size in found]
+        return [{"path": p, "is_dir": is_dir, "size": size} for p, _kind, is_dir, size in found]
     return [p for p, _kind in found]
 
 
@@ -510,8 +555,10 @@ def _compile(pattern: str) -> Any:
         return re2.compile(pattern, options=_RE2_OPTIONS)
     except re2.error as e:
         reason = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
-        raise BuiltinError(f'fs.grep: invalid RE2 pattern "{pattern}": {reason} (RE2 has no '
-                           "backreferences or lookaround)") from None
+        raise BuiltinError(
+            f'fs.grep: invalid RE2 pattern "{pattern}": {reason} (RE2 has no '
+            "backreferences or lookaround)"
+        ) from None
 
 
 @functools.lru_cache(maxsize=256)
@@ -525,16 +572,24 @@ GREP_ORDERS = ("path", "walk")
 def _order(value: Any) -> str:
     order = _str("fs.grep", "order", value)
     if order not in GREP_ORDERS:
-        raise BuiltinError(f'fs.grep: order must be "path" (sorted by path, the default) or '
-                           f'"walk" (the file system\'s order, stops reading sooner), '
-                           f'got "{order}"')
+        raise BuiltinError(
+            f'fs.grep: order must be "path" (sorted by path, the default) or '
+            f'"walk" (the file system\'s order, stops reading sooner), '
+            f'got "{order}"'
+        )
     return order
 
 
 @_builtin("fs.grep")
-def grep(ctx: CallContext, pattern: Any, path: Any = ".", glob: Any = "**/*",
-         max_matches: Any = 100, include_ignored: Any = False,
-         order: Any = "path") -> list[dict[str, Any]]:
+def grep(
+    ctx: CallContext,
+    pattern: Any,
+    path: Any = ".",
+    glob: Any = "**/*",
+    max_matches: Any = 100,
+    include_ignored: Any = False,
+    order: Any = "path",
+) -> list[dict[str, Any]]:
     scanner = _scanner(_str("fs.grep", "pattern", pattern))
     path = _str("fs.grep", "path", path)
     limit = _int("fs.grep", "max_matches", max_matches, 1, MAX_GREP_MATCHES)
@@ -563,8 +618,19 @@ def grep(ctx: CallContext, pattern: Any, path: Any = ".", glob: Any = "**/*",
         return out
     fd, real = jail.open(path, _j.DIR_FLAGS)
     try:
-        with contextlib.closing(_walk(ctx, "fs.grep", jail, fd, real, parts or ["**", "*"],
-                                      include_ignored, files_only=True, sort=sort)) as walk:
+        with contextlib.closing(
+            _walk(
+                ctx,
+                "fs.grep",
+                jail,
+                fd,
+                real,
+                parts or ["**", "*"],
+                include_ignored,
+                files_only=True,
+                sort=sort,
+            )
+        ) as walk:
             for dfd, name, rel, _kind in walk:
                 _deadline(ctx, "fs.grep")
                 data = _s.read_file(dfd, name, cap)
@@ -590,8 +656,9 @@ def mkdir(ctx: CallContext, path: Any) -> dict[str, Any]:
             except FileExistsError:
                 info = os.stat(loc.name, dir_fd=loc.dir_fd, follow_symlinks=False)
                 if not st.S_ISDIR(info.st_mode):
-                    raise BuiltinError(f'fs.mkdir: path "{path}" exists and is not a '
-                                       "directory") from None
+                    raise BuiltinError(
+                        f'fs.mkdir: path "{path}" exists and is not a directory'
+                    ) from None
     return _result(jail, path)
 
 
@@ -620,8 +687,9 @@ def _walk_tree(ctx: CallContext, jail: _j.Jail, dfd: int, rel: str, delete: bool
 def remove(ctx: CallContext, path: Any, recursive: Any = False) -> dict[str, Any]:
     path = _str("fs.remove", "path", path)
     if not isinstance(recursive, bool):
-        raise BuiltinError(f"fs.remove: recursive must be a boolean, got "
-                           f"{type(recursive).__name__}")
+        raise BuiltinError(
+            f"fs.remove: recursive must be a boolean, got {type(recursive).__name__}"
+        )
     jail = _jail(ctx)
     with jail.locate(path, follow=False, write=True) as loc:
         if not loc.name:
@@ -631,8 +699,10 @@ def remove(ctx: CallContext, path: Any, recursive: Any = False) -> dict[str, Any
             os.unlink(loc.name, dir_fd=loc.dir_fd)
             return _result(jail, path)
         if not recursive:
-            raise BuiltinError(f'fs.remove: path "{path}" is a directory; pass '
-                               "recursive=True to remove it and everything in it")
+            raise BuiltinError(
+                f'fs.remove: path "{path}" is a directory; pass '
+                "recursive=True to remove it and everything in it"
+            )
         dfd = os.open(loc.name, _j.DIR_FLAGS | os.O_NOFOLLOW, dir_fd=loc.dir_fd)
         try:
             _walk_tree(ctx, jail, dfd, loc.rel, delete=False)

@@ -62,8 +62,7 @@ def _span(name: str, lines: list[str], start: int, end: int) -> None:
     if end < start:
         raise BuiltinError(f"{name}: end ({end}) is before start ({start})")
     if start > len(lines):
-        raise BuiltinError(f"{name}: line {start} is past the end of the file "
-                           f"({len(lines)} lines)")
+        raise BuiltinError(f"{name}: line {start} is past the end of the file ({len(lines)} lines)")
 
 
 def _with_newline(content: str) -> str:
@@ -73,8 +72,9 @@ def _with_newline(content: str) -> str:
 @_builtin("fs.replace")
 def replace(ctx: CallContext, path: Any, old: Any, new: Any) -> str:
     """Replace the one occurrence of ``old``; zero or several occurrences are errors."""
-    path, old, new = (_str("fs.replace", a, v) for a, v in
-                      (("path", path), ("old", old), ("new", new)))
+    path, old, new = (
+        _str("fs.replace", a, v) for a, v in (("path", path), ("old", old), ("new", new))
+    )
     if not old:
         raise BuiltinError("fs.replace: old must not be empty")
 
@@ -82,8 +82,10 @@ def replace(ctx: CallContext, path: Any, old: Any, new: Any) -> str:
         count = text.count(old)
         if count != 1:
             what = "not found" if count == 0 else f"found {count} times"
-            raise BuiltinError(f'fs.replace: old text {what} in "{path}"; it must occur '
-                               "exactly once (use fs.replace_all for every occurrence)")
+            raise BuiltinError(
+                f'fs.replace: old text {what} in "{path}"; it must occur '
+                "exactly once (use fs.replace_all for every occurrence)"
+            )
         return text.replace(old, new, 1)
 
     return f"replaced in: {_rewrite(ctx, 'fs.replace', path, change)}"
@@ -91,8 +93,9 @@ def replace(ctx: CallContext, path: Any, old: Any, new: Any) -> str:
 
 @_builtin("fs.replace_all")
 def replace_all(ctx: CallContext, path: Any, old: Any, new: Any) -> str:
-    path, old, new = (_str("fs.replace_all", a, v) for a, v in
-                      (("path", path), ("old", old), ("new", new)))
+    path, old, new = (
+        _str("fs.replace_all", a, v) for a, v in (("path", path), ("old", old), ("new", new))
+    )
     if not old:
         raise BuiltinError("fs.replace_all: old must not be empty")
     count = 0
@@ -116,8 +119,9 @@ def read_lines(ctx: CallContext, path: Any, start: Any = 1, end: Any = 0) -> str
     last = len(lines) if end == 0 else min(end, len(lines))
     if end and end < start:
         raise BuiltinError(f"fs.read_lines: end ({end}) is before start ({start})")
-    return "".join(f"{n}. {lines[n - 1].rstrip(chr(10)).rstrip(chr(13))}\n"
-                   for n in range(start, last + 1))
+    return "".join(
+        f"{n}. {lines[n - 1].rstrip(chr(10)).rstrip(chr(13))}\n" for n in range(start, last + 1)
+    )
 
 
 @_builtin("fs.line_count")
@@ -135,11 +139,13 @@ def insert_at(ctx: CallContext, path: Any, line: Any, content: Any) -> str:
     def change(text: str) -> str:
         lines = _lines(text)
         if at > len(lines) + 1:
-            raise BuiltinError(f"fs.insert_at: line {at} is past the end of the file "
-                               f"({len(lines)} lines; {len(lines) + 1} appends)")
+            raise BuiltinError(
+                f"fs.insert_at: line {at} is past the end of the file "
+                f"({len(lines)} lines; {len(lines) + 1} appends)"
+            )
         if lines and not lines[-1].endswith("\n") and at == len(lines) + 1:
             lines[-1] += "\n"
-        return "".join(lines[:at - 1]) + _with_newline(content) + "".join(lines[at - 1:])
+        return "".join(lines[: at - 1]) + _with_newline(content) + "".join(lines[at - 1 :])
 
     return f"inserted at line {at} in: {_rewrite(ctx, 'fs.insert_at', path, change)}"
 
@@ -154,7 +160,7 @@ def replace_lines(ctx: CallContext, path: Any, start: Any, end: Any, content: An
     def change(text: str) -> str:
         lines = _lines(text)
         _span("fs.replace_lines", lines, first, last)
-        return "".join(lines[:first - 1]) + _with_newline(content) + "".join(lines[last:])
+        return "".join(lines[: first - 1]) + _with_newline(content) + "".join(lines[last:])
 
     shown = _rewrite(ctx, "fs.replace_lines", path, change)
     return f"replaced lines {first}-{last} in: {shown}"
@@ -169,7 +175,7 @@ def delete_lines(ctx: CallContext, path: Any, start: Any, end: Any) -> str:
     def change(text: str) -> str:
         lines = _lines(text)
         _span("fs.delete_lines", lines, first, last)
-        return "".join(lines[:first - 1]) + "".join(lines[last:])
+        return "".join(lines[: first - 1]) + "".join(lines[last:])
 
     shown = _rewrite(ctx, "fs.delete_lines", path, change)
     return f"deleted lines {first}-{last} in: {shown}"
@@ -182,8 +188,11 @@ def find(ctx: CallContext, path: Any, substring: Any) -> list[dict[str, Any]]:
     needle = _str("fs.find", "substring", substring)
     if not needle:
         raise BuiltinError("fs.find: substring must not be empty")
-    return [{"line_num": n, "text": line.rstrip("\r\n")}
-            for n, line in enumerate(_lines(read(ctx, path)), 1) if needle in line]
+    return [
+        {"line_num": n, "text": line.rstrip("\r\n")}
+        for n, line in enumerate(_lines(read(ctx, path)), 1)
+        if needle in line
+    ]
 
 
 @_builtin("fs.copy")
@@ -203,8 +212,7 @@ def move(ctx: CallContext, src: Any, dst: Any) -> str:
     src = _str("fs.move", "src", src)
     dst = _str("fs.move", "dst", dst)
     jail = _jail(ctx)
-    with jail.locate(src, write=True) as sloc, \
-            jail.locate(dst, create=True, write=True) as dloc:
+    with jail.locate(src, write=True) as sloc, jail.locate(dst, create=True, write=True) as dloc:
         if not sloc.name or not dloc.name:
             raise BuiltinError("fs.move: cannot move the workspace directory")
         info = os.stat(sloc.name, dir_fd=sloc.dir_fd, follow_symlinks=False)
@@ -220,14 +228,25 @@ def move(ctx: CallContext, src: Any, dst: Any) -> str:
     return f"moved: {jail.display(dst)}"
 
 
-def diff(ctx: CallContext, old_content: Any, new_content: Any, old_name: Any = "old",
-         new_name: Any = "new") -> str:
+def diff(
+    ctx: CallContext,
+    old_content: Any,
+    new_content: Any,
+    old_name: Any = "old",
+    new_name: Any = "new",
+) -> str:
     """A unified diff of two texts, 3 lines of context (no file access)."""
     a = _str("fs.diff", "old_content", old_content)
     b = _str("fs.diff", "new_content", new_content)
-    return "".join(difflib.unified_diff(
-        _lines(a), _lines(b), fromfile=_str("fs.diff", "old_name", old_name),
-        tofile=_str("fs.diff", "new_name", new_name), n=3))
+    return "".join(
+        difflib.unified_diff(
+            _lines(a),
+            _lines(b),
+            fromfile=_str("fs.diff", "old_name", old_name),
+            tofile=_str("fs.diff", "new_name", new_name),
+            n=3,
+        )
+    )
 
 
 FUNCTIONS = {

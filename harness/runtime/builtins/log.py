@@ -15,8 +15,7 @@ def _emit(level: str, ctx: CallContext, msg: Any, fields: dict[str, Any]) -> Non
         # Script fields are nested under "fields": they can never replace a key harness
         # writes (time, session, event, level, message, tool...), so a record cannot be
         # forged (docs/builtins.md).
-        ctx.log(level, msg, {"tool": ctx.tool, "fields": fields} if fields
-                else {"tool": ctx.tool})
+        ctx.log(level, msg, {"tool": ctx.tool, "fields": fields} if fields else {"tool": ctx.tool})
 
 
 def info(ctx: CallContext, msg: Any, **fields: Any) -> None:

@@ -17,11 +17,13 @@ from harness.runtime.context import CallContext
 MAX_SCRIPT_BYTES = 64 * 1024
 
 
-def tool_register(ctx: CallContext, name: Any, description: Any = "", parameters: Any = None,
-                  script: Any = None) -> dict[str, Any]:
+def tool_register(
+    ctx: CallContext, name: Any, description: Any = "", parameters: Any = None, script: Any = None
+) -> dict[str, Any]:
     if not ctx.config.meta.enabled:
-        raise BuiltinError("meta.tool_register is disabled; enable it with "
-                           "`meta: {enabled: true}` in harness.md")
+        raise BuiltinError(
+            "meta.tool_register is disabled; enable it with `meta: {enabled: true}` in harness.md"
+        )
     if not isinstance(name, str):
         raise BuiltinError(f"meta.tool_register: name must be a string, got {type(name).__name__}")
     if not isinstance(description, str):
@@ -35,9 +37,16 @@ def tool_register(ctx: CallContext, name: Any, description: Any = "", parameters
         raise BuiltinError(too_large)
     if ctx.host is None:
         raise BuiltinError("meta.tool_register is only available inside a session")
-    return ctx.host("meta.tool_register", {"name": name, "description": description,
-                                           "parameters": parameters or {}, "script": script,
-                                           "by": ctx.tool})
+    return ctx.host(
+        "meta.tool_register",
+        {
+            "name": name,
+            "description": description,
+            "parameters": parameters or {},
+            "script": script,
+            "by": ctx.tool,
+        },
+    )
 
 
 def script_too_large(script: str) -> str | None:
@@ -45,8 +54,10 @@ def script_too_large(script: str) -> str | None:
     size = len(script.encode("utf-8", "surrogatepass"))
     if size <= MAX_SCRIPT_BYTES:
         return None
-    return (f"meta.tool_register: script is {size} bytes; the limit is {MAX_SCRIPT_BYTES} "
-            "bytes — register a smaller script, or put the tool in .harness/tools/")
+    return (
+        f"meta.tool_register: script is {size} bytes; the limit is {MAX_SCRIPT_BYTES} "
+        "bytes — register a smaller script, or put the tool in .harness/tools/"
+    )
 
 
 FUNCTIONS = {"meta.tool_register": tool_register}

@@ -100,15 +100,18 @@ def host_allowed(host: str, allowed: tuple[str, ...]) -> tuple[bool, bool]:
 
 
 def _how_to_open(host: str) -> str:
-    return (f'add "{host}" to network.allowed_domains in harness.md, e.g. '
-            f'network: {{allowed_domains: ["{host}"]}}')
+    return (
+        f'add "{host}" to network.allowed_domains in harness.md, e.g. '
+        f'network: {{allowed_domains: ["{host}"]}}'
+    )
 
 
 def _check(fn: str, url: httpx.URL, allowed: tuple[str, ...]) -> IPAddress:
     """Refuse ``url`` unless policy allows it; return the address to connect to."""
     if url.scheme not in ("http", "https"):
-        raise BuiltinError(f'{fn}: scheme "{url.scheme}" is not allowed in "{url}"; '
-                           "only http and https")
+        raise BuiltinError(
+            f'{fn}: scheme "{url.scheme}" is not allowed in "{url}"; only http and https'
+        )
     host = url.raw_host.decode("ascii").lower().rstrip(".")
     if not host:
         raise BuiltinError(f'{fn}: URL "{url}" has no host')
@@ -118,8 +121,9 @@ def _check(fn: str, url: httpx.URL, allowed: tuple[str, ...]) -> IPAddress:
     ok, exact = host_allowed(host, allowed)
     if not ok:
         kind = "IP address" if lit is not None else "host"
-        raise BuiltinError(f'{fn}: {kind} "{host}" is not in network.allowed_domains; '
-                           + _how_to_open(host))
+        raise BuiltinError(
+            f'{fn}: {kind} "{host}" is not in network.allowed_domains; ' + _how_to_open(host)
+        )
     if lit is not None:
         return lit  # listed exactly: the operator asked for this address
     port = url.port or (443 if url.scheme == "https" else 80)
@@ -135,7 +139,8 @@ def _check(fn: str, url: httpx.URL, allowed: tuple[str, ...]) -> IPAddress:
             raise BuiltinError(
                 f'{fn}: host "{host}" resolves to non-public address {", ".join(bad)} '
                 "(loopback, private, link-local or reserved); refused unless the host "
-                "itself is listed in network.allowed_domains")
+                "itself is listed in network.allowed_domains"
+            )
     return addrs[0]
 
 
@@ -152,8 +157,18 @@ def _deadline(ctx: CallContext, fn: str, timeout_ms: Any) -> float:
 # Hop-by-hop and framing headers: harness (httpx) sets them from the request itself. A
 # script setting them could frame a request two ways (Transfer-Encoding with
 # Content-Length: request smuggling through an allowed host's proxies) or steer a proxy.
-_RESERVED_HEADERS = frozenset(("transfer-encoding", "content-length", "connection", "te",
-                               "upgrade", "keep-alive", "trailer", "host"))
+_RESERVED_HEADERS = frozenset(
+    (
+        "transfer-encoding",
+        "content-length",
+        "connection",
+        "te",
+        "upgrade",
+        "keep-alive",
+        "trailer",
+        "host",
+    )
+)
 # RFC 9110 token characters; values may hold visible characters, spaces and tabs only.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_VALUE_BAD = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -169,21 +184,27 @@ def _headers(fn: str, headers: Any) -> dict[str, str]:
         if not isinstance(k, str) or not isinstance(v, str):
             raise BuiltinError(f"{fn}: headers must map strings to strings; got {k!r}: {v!r}")
         if _HEADER_NAME.fullmatch(k) is None:
-            raise BuiltinError(f"{fn}: header {k!r} has an invalid name or value: a name is "
-                               "letters, digits and !#$%&'*+-.^_`|~ only (no spaces, colons, "
-                               "CR, LF or NUL)")
+            raise BuiltinError(
+                f"{fn}: header {k!r} has an invalid name or value: a name is "
+                "letters, digits and !#$%&'*+-.^_`|~ only (no spaces, colons, "
+                "CR, LF or NUL)"
+            )
         if _HEADER_VALUE_BAD.search(v) is not None:
-            raise BuiltinError(f'{fn}: header "{k}" has an invalid name or value: the value '
-                               "holds a control character (CR, LF, NUL...); send printable "
-                               "text only")
+            raise BuiltinError(
+                f'{fn}: header "{k}" has an invalid name or value: the value '
+                "holds a control character (CR, LF, NUL...); send printable "
+                "text only"
+            )
         lower = k.lower()
         if lower == "host":
             raise BuiltinError(f'{fn}: the "{k}" header is set from the URL; remove it')
         if lower in _RESERVED_HEADERS or lower.startswith("proxy-"):
-            raise BuiltinError(f'{fn}: header "{k}" is a hop-by-hop or framing header that '
-                               "harness sets itself (Transfer-Encoding, Content-Length, "
-                               "Connection, TE, Trailer, Upgrade, Keep-Alive, Host, Proxy-*); "
-                               "remove it")
+            raise BuiltinError(
+                f'{fn}: header "{k}" is a hop-by-hop or framing header that '
+                "harness sets itself (Transfer-Encoding, Content-Length, "
+                "Connection, TE, Trailer, Upgrade, Keep-Alive, Host, Proxy-*); "
+                "remove it"
+            )
         out[k] = v
     return out
 
@@ -238,17 +259,26 @@ def _public_url(url: httpx.URL) -> str:
     return str(url.copy_with(username=None, password=None)) if url.userinfo else str(url)
 
 
-def _request(ctx: CallContext, fn: str, method: str, url: Any, headers: Any,
-             content: bytes | None, timeout_ms: Any) -> dict[str, Any]:
+def _request(  # noqa: C901
+    ctx: CallContext,
+    fn: str,
+    method: str,
+    url: Any,
+    headers: Any,
+    content: bytes | None,
+    timeout_ms: Any,
+) -> dict[str, Any]:
     if not isinstance(url, str):
         raise BuiltinError(f"{fn}: url must be a string, got {type(url).__name__}")
     hdrs = _headers(fn, headers)
     deadline = _deadline(ctx, fn, timeout_ms)
     allowed = ctx.config.network.allowed_domains
     if not allowed:
-        raise BuiltinError(f"{fn}: network access is closed (network.allowed_domains is empty); "
-                           "list the hosts tools may reach in harness.md, e.g. "
-                           'network: {allowed_domains: ["api.example.com"]}')
+        raise BuiltinError(
+            f"{fn}: network access is closed (network.allowed_domains is empty); "
+            "list the hosts tools may reach in harness.md, e.g. "
+            'network: {allowed_domains: ["api.example.com"]}'
+        )
     limit = ctx.config.limits.max_output_bytes
     try:
         current = httpx.URL(url)
@@ -267,9 +297,15 @@ def _request(ctx: CallContext, fn: str, method: str, url: Any, headers: Any,
                 req_headers["Accept-Encoding"] = "gzip, deflate"
             pinned = current.copy_with(host=str(ip))
             request = client.build_request(
-                method, pinned, headers=req_headers, content=content,
-                extensions={"sni_hostname": current.host, "timeout": {
-                    "connect": left, "read": left, "write": left, "pool": left}})
+                method,
+                pinned,
+                headers=req_headers,
+                content=content,
+                extensions={
+                    "sni_hostname": current.host,
+                    "timeout": {"connect": left, "read": left, "write": left, "pool": left},
+                },
+            )
             try:
                 response = client.send(request, stream=True)
                 try:
@@ -285,8 +321,7 @@ def _request(ctx: CallContext, fn: str, method: str, url: Any, headers: Any,
                             if time.monotonic() > deadline:
                                 raise BuiltinError(f'{fn}: "{current}" timed out reading the body')
                         raw = trim_partial(bytes(body.buf)) if body.full else bytes(body.buf)
-                        text = raw.decode(
-                            _charset(response.charset_encoding), "replace")
+                        text = raw.decode(_charset(response.charset_encoding), "replace")
                         return {
                             "status": response.status_code,
                             "ok": 200 <= response.status_code < 300,
@@ -317,8 +352,14 @@ def get(ctx: CallContext, url: Any, headers: Any = None, timeout_ms: Any = 30000
     return _request(ctx, "http.get", "GET", url, headers, None, timeout_ms)
 
 
-def post(ctx: CallContext, url: Any, body: Any = None, json: Any = None, headers: Any = None,
-         timeout_ms: Any = 30000) -> dict[str, Any]:
+def post(
+    ctx: CallContext,
+    url: Any,
+    body: Any = None,
+    json: Any = None,
+    headers: Any = None,
+    timeout_ms: Any = 30000,
+) -> dict[str, Any]:
     hdrs = dict(_headers("http.post", headers))
     if body is not None and json is not None:
         raise BuiltinError("http.post: pass body or json, not both")

@@ -44,11 +44,12 @@ def _text(name: str, value: Any) -> str:
     return value
 
 
-def _check_args(cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin: Any,
-                env: Any) -> tuple[str, list[str], float, str, bytes | None, dict[str, str]]:
+def _check_args(
+    cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin: Any, env: Any
+) -> tuple[str, list[str], float, str, bytes | None, dict[str, str]]:
     cmd = _text("cmd", cmd)
     if not cmd:
-        raise BuiltinError("exec.run: cmd is empty; pass a program name such as \"ls\"")
+        raise BuiltinError('exec.run: cmd is empty; pass a program name such as "ls"')
     if not isinstance(args, (list, tuple)):
         raise BuiltinError(f"exec.run: args must be a list of strings, got {type(args).__name__}")
     argv = [_text(f"args[{i}]", a) for i, a in enumerate(args)]
@@ -63,7 +64,8 @@ def _check_args(cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin: Any,
             data = stdin.encode("utf-8")
         else:
             raise BuiltinError(
-                f"exec.run: stdin must be a string or None, got {type(stdin).__name__}")
+                f"exec.run: stdin must be a string or None, got {type(stdin).__name__}"
+            )
     if not isinstance(env, Mapping):
         raise BuiltinError(f"exec.run: env must be a dict of strings, got {type(env).__name__}")
     overrides: dict[str, str] = {}
@@ -96,8 +98,14 @@ def _resolve_dir(config: Config, workspace: str, dir: str) -> str:
 _found: dict[tuple[str, str, bool], str] = {}
 
 
-def _which(cmd: str, cwd: str, path_env: str | None, workspace: str,
-           accept: Callable[[str], bool], sandboxed: bool) -> str | None:
+def _which(
+    cmd: str,
+    cwd: str,
+    path_env: str | None,
+    workspace: str,
+    accept: Callable[[str], bool],
+    sandboxed: bool,
+) -> str | None:
     def ok(p: str) -> bool:
         return os.path.isfile(p) and os.access(p, os.X_OK) and accept(p)
 
@@ -113,9 +121,11 @@ def _which(cmd: str, cwd: str, path_env: str | None, workspace: str,
         if d and os.path.isabs(d) and ok(os.path.join(d, cmd)):
             found = os.path.join(d, cmd)
             real = os.path.realpath(found)
-            if not sandbox._inside(real, workspace) and len(_found) < 256 and (
-                    not sandboxed or any(sandbox._inside(real, r)
-                                         for r in sandbox.system_roots())):
+            if (
+                not sandbox._inside(real, workspace)
+                and len(_found) < 256
+                and (not sandboxed or any(sandbox._inside(real, r) for r in sandbox.system_roots()))
+            ):
                 _found[key] = found  # only system programs: the workspace (and mounts) change
             return found
     return None
@@ -162,7 +172,7 @@ class _Sink:
         room = self.limit - len(self.buf)
         if len(chunk) > room:
             self.over = True
-            chunk = chunk[:max(room, 0)]
+            chunk = chunk[: max(room, 0)]
         self.buf += chunk
 
 
@@ -184,9 +194,14 @@ def _exited(pid: int) -> bool:
         return True
 
 
-def _communicate(proc: subprocess.Popen[bytes], data: bytes | None, deadline: float,
-                 out: _Sink, err: _Sink,
-                 nudge: tuple[float, Callable[[], None]] | None = None) -> bool:
+def _communicate(  # noqa: C901
+    proc: subprocess.Popen[bytes],
+    data: bytes | None,
+    deadline: float,
+    out: _Sink,
+    err: _Sink,
+    nudge: tuple[float, Callable[[], None]] | None = None,
+) -> bool:
     """Pump stdin/stdout/stderr until the program ends or the deadline. True if timed out.
 
     ``nudge``: (time, fn): call ``fn`` once if the program still runs at that time."""
@@ -287,8 +302,16 @@ def _listed_path(allowed: Sequence[str], workspace: str, cwd: str, cmd: str) -> 
     return None
 
 
-def _check_allowed(allowed: Sequence[str], cmd: str, name: str, program: str, workspace: str,
-                   lookup: str | None, accept: Callable[[str], bool], sandboxed: bool) -> None:
+def _check_allowed(
+    allowed: Sequence[str],
+    cmd: str,
+    name: str,
+    program: str,
+    workspace: str,
+    lookup: str | None,
+    accept: Callable[[str], bool],
+    sandboxed: bool,
+) -> None:
     """Refuse a program that only looks like an allowed one (SPEC §8.4)."""
     real = os.path.realpath(program)
     if sandbox._inside(program, workspace) or sandbox._inside(real, workspace):
@@ -297,7 +320,8 @@ def _check_allowed(allowed: Sequence[str], cmd: str, name: str, program: str, wo
         raise BuiltinError(
             f'exec.run refused: "{cmd}" resolves to {program} inside the workspace; only '
             "programs installed on the system match exec.allowed_commands (list a "
-            'workspace program as a path, e.g. "./build.sh")')
+            'workspace program as a path, e.g. "./build.sh")'
+        )
     target = os.path.basename(real)
     if target in allowed:
         return
@@ -309,7 +333,8 @@ def _check_allowed(allowed: Sequence[str], cmd: str, name: str, program: str, wo
         raise BuiltinError(
             f'exec.run refused: "{cmd}" resolves to "{real}", and "{target}" is not in '
             f"exec.allowed_commands ({', '.join(allowed)}); add it there in harness.md "
-            "to allow it")
+            "to allow it"
+        )
 
 
 def _interpreter(program: str) -> list[str] | None:
@@ -332,29 +357,49 @@ def _invisible(cmd: str, host: str, shown: Sequence[str], script: bool = False) 
     (``shown``: the workspace and the extra mounts)."""
     hops = sandbox.link_hops(host) or [host]
     roots = (*sandbox.system_roots(), *shown)
-    gone = next((h for h in [host, *hops] if not any(
-        sandbox._inside(os.path.realpath(os.path.dirname(h)), r) for r in roots)), hops[-1])
+    gone = next(
+        (
+            h
+            for h in [host, *hops]
+            if not any(sandbox._inside(os.path.realpath(os.path.dirname(h)), r) for r in roots)
+        ),
+        hops[-1],
+    )
     real = hops[-1]
     via = f" (a symbolic link to {real})" if real != host else ""
-    what = (f'program "{cmd}" is a script whose interpreter is' if script
-            else f'program "{cmd}" is')
-    return (f"exec.run: {what} {host}{via} on this machine, but {gone} is not "
-            "visible in the sandbox (only the workspace, /usr and the exec.mounts "
-            f'directories are); add "{sandbox.suggest_mount(gone)}" to exec.mounts in '
-            "harness.md (read-only in the sandbox)")
+    what = f'program "{cmd}" is a script whose interpreter is' if script else f'program "{cmd}" is'
+    return (
+        f"exec.run: {what} {host}{via} on this machine, but {gone} is not "
+        "visible in the sandbox (only the workspace, /usr and the exec.mounts "
+        f'directories are); add "{sandbox.suggest_mount(gone)}" to exec.mounts in '
+        "harness.md (read-only in the sandbox)"
+    )
 
 
-def run(ctx: CallContext, cmd: Any, args: Any = (), timeout_ms: Any = 30000, dir: Any = ".",
-        stdin: Any = None, env: Any = None) -> dict[str, Any]:
+def run(
+    ctx: CallContext,
+    cmd: Any,
+    args: Any = (),
+    timeout_ms: Any = 30000,
+    dir: Any = ".",
+    stdin: Any = None,
+    env: Any = None,
+) -> dict[str, Any]:
     with prewarm.running():
         return _run(ctx, cmd, args, timeout_ms, dir, stdin, env)
 
 
-def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin: Any,
-         env: Any) -> dict[str, Any]:
+def _run(  # noqa: C901
+    ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin: Any, env: Any
+) -> dict[str, Any]:
     cmd, argv, timeout, dir, data, overrides = _check_args(
-        cmd, list(args) if isinstance(args, tuple) else args, timeout_ms, dir, stdin,
-        {} if env is None else env)
+        cmd,
+        list(args) if isinstance(args, tuple) else args,
+        timeout_ms,
+        dir,
+        stdin,
+        {} if env is None else env,
+    )
     config = ctx.config
     workspace = os.path.realpath(config.workspace)
     protected = config.fs.protected
@@ -366,12 +411,21 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
     if allowed and name not in allowed and listed_path is None:
         raise BuiltinError(
             f'exec.run refused: program "{name}" is not in exec.allowed_commands '
-            f"({', '.join(allowed)}); add it there in harness.md to allow it")
+            f"({', '.join(allowed)}); add it there in harness.md to allow it"
+        )
 
-    p = sandbox.plan(mode=config.exec.sandbox, workspace=workspace, cwd=cwd, program=cmd,
-                     args=argv, env_names=config.exec.env,
-                     env_overrides={**dict(config.env_values), **overrides},
-                     protected=protected, log=ctx.log, mounts=config.exec.mounts)
+    p = sandbox.plan(
+        mode=config.exec.sandbox,
+        workspace=workspace,
+        cwd=cwd,
+        program=cmd,
+        args=argv,
+        env_names=config.exec.env,
+        env_overrides={**dict(config.env_values), **overrides},
+        protected=protected,
+        log=ctx.log,
+        mounts=config.exec.mounts,
+    )
 
     def accept(path: str) -> bool:
         return not p.sandboxed or sandbox.visible(path, workspace, protected, p.mounts)
@@ -379,36 +433,59 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
     # With allowed_commands the lookup ignores the script's PATH override: the name is
     # looked up where the operator's environment says, never in a directory of the
     # script's choosing (the child still gets the override in its environment).
-    lookup = (sandbox.child_env(config.exec.env, {}, sandboxed=p.sandboxed).get("PATH")
-              if allowed else p.env.get("PATH"))
+    lookup = (
+        sandbox.child_env(config.exec.env, {}, sandboxed=p.sandboxed).get("PATH")
+        if allowed
+        else p.env.get("PATH")
+    )
     program = _which(cmd, cwd, lookup, workspace, accept, p.sandboxed)
     limit = config.limits.max_output_bytes
     if program is None:
         where = "in the sandbox" if p.sandboxed else "on this machine"
         msg = f'exec.run: program "{cmd}" not found {where} (PATH={lookup or os.defpath})'
-        host = (_which(cmd, cwd, lookup, workspace, lambda _: True, False)
-                if p.sandboxed else None)
+        host = _which(cmd, cwd, lookup, workspace, lambda _: True, False) if p.sandboxed else None
         if host is not None:
             msg = _invisible(cmd, host, (workspace, *p.mounts))
-        return {"ok": False, "exit_code": 127, "stdout": "", "duration_ms": 0,
-                "stderr": msg[:limit], "timed_out": False, "truncated": False}
+        return {
+            "ok": False,
+            "exit_code": 127,
+            "stdout": "",
+            "duration_ms": 0,
+            "stderr": msg[:limit],
+            "timed_out": False,
+            "truncated": False,
+        }
     if p.sandboxed:
         shebang = _interpreter(program)
         interp = shebang[0] if shebang else None
-        if shebang and len(shebang) == 2 and os.path.basename(shebang[0]) == "env" \
-                and "/" not in shebang[1] and not shebang[1].startswith("-"):
+        if (
+            shebang
+            and len(shebang) == 2
+            and os.path.basename(shebang[0]) == "env"
+            and "/" not in shebang[1]
+            and not shebang[1].startswith("-")
+        ):
             # "#!/usr/bin/env node": node on the child's PATH, as the sandbox sees it.
             name = shebang[1]
             if _which(name, cwd, p.env.get("PATH"), workspace, accept, True) is None:
                 interp = _which(name, cwd, p.env.get("PATH"), workspace, lambda _: True, False)
         # Only an executable file is named (as the program lookup does): the message
         # must not tell a script whether any other host path exists.
-        if interp is not None and os.path.isfile(interp) and os.access(interp, os.X_OK) \
-                and not accept(interp):
-            return {"ok": False, "exit_code": 127, "stdout": "", "duration_ms": 0,
-                    "stderr": _invisible(cmd, interp, (workspace, *p.mounts),
-                                         script=True)[:limit],
-                    "timed_out": False, "truncated": False}
+        if (
+            interp is not None
+            and os.path.isfile(interp)
+            and os.access(interp, os.X_OK)
+            and not accept(interp)
+        ):
+            return {
+                "ok": False,
+                "exit_code": 127,
+                "stdout": "",
+                "duration_ms": 0,
+                "stderr": _invisible(cmd, interp, (workspace, *p.mounts), script=True)[:limit],
+                "timed_out": False,
+                "truncated": False,
+            }
     if allowed and listed_path is None:
         _check_allowed(allowed, cmd, name, program, workspace, lookup, accept, p.sandboxed)
     spawn = list(p.argv)
@@ -437,8 +514,11 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
             ready = prewarm.take(warm_key) if line is not None else None
             # Never wait past the call's own budget; not ready by then: start cold.
             wait = min(prewarm.READY_WAIT_S, budget / 1000.0 / 2)
-            if ready is not None and line is not None and prewarm.start(
-                    ready, parts[0], line, wait):
+            if (
+                ready is not None
+                and line is not None
+                and prewarm.start(ready, parts[0], line, wait)
+            ):
                 proc = ready.proc
     if proc is None:
         # The sandbox's seccomp filter (runtime/seccomp.py): a fresh fd per spawn.
@@ -447,14 +527,24 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
             proc = subprocess.Popen(
                 spawn if filter_fd is None else seccomp.insert(spawn, filter_fd),
                 stdin=subprocess.PIPE if data else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=p.env, cwd=p.cwd,
-                start_new_session=True, close_fds=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=p.env,
+                cwd=p.cwd,
+                start_new_session=True,
+                close_fds=True,
                 pass_fds=() if filter_fd is None else (filter_fd,),
             )
         except OSError as exc:
-            return {"ok": False, "exit_code": 126, "stdout": "", "duration_ms": 0,
-                    "stderr": f'exec.run: cannot start "{cmd}": {exc.strerror or exc}'[:limit],
-                    "timed_out": False, "truncated": False}
+            return {
+                "ok": False,
+                "exit_code": 126,
+                "stdout": "",
+                "duration_ms": 0,
+                "stderr": f'exec.run: cannot start "{cmd}": {exc.strerror or exc}'[:limit],
+                "timed_out": False,
+                "truncated": False,
+            }
         finally:
             if filter_fd is not None:
                 os.close(filter_fd)
@@ -468,8 +558,7 @@ def _run(ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin
             if prewarm.eager(key):  # calls come back to back: overlap the next set-up now
                 prewarm.prepare(key, workspace, gen)
             else:
-                nudge = (start + PREPARE_AFTER_S,
-                         lambda: prewarm.prepare(key, workspace, gen))
+                nudge = (start + PREPARE_AFTER_S, lambda: prewarm.prepare(key, workspace, gen))
         # A cancelled call (runtime/cancel.py) kills the group right away.
         pid = proc.pid
         stop = cancel.on_cancel(ctx.call_id, lambda: _kill_group(pid))
@@ -524,9 +613,11 @@ def _after_run(config: Config, workspace: str, p: sandbox.Plan) -> str:
         except OSError:
             same = False
         if not same:  # only reachable through a symlink in its path, which no mount pins
-            notes.append(f'\nharness: protected path "{rel}" was replaced or removed during '
-                         "the command (a symbolic link in its path cannot be made read-only); "
-                         "check it")
+            notes.append(
+                f'\nharness: protected path "{rel}" was replaced or removed during '
+                "the command (a symbolic link in its path cannot be made read-only); "
+                "check it"
+            )
     return "".join(notes)
 
 
@@ -548,13 +639,15 @@ def _remove_created(jail: Jail, root: int, absent: sandbox.Absent) -> str:
                 st = os.stat(comp, dir_fd=cur, follow_symlinks=False)
             except OSError:
                 return ""  # missing (or a parent is a file): nothing was created
-            sub = "/".join(parts[:i + 1])
+            sub = "/".join(parts[: i + 1])
             if stat.S_ISLNK(st.st_mode):
                 if absent.link == (sub, st.st_dev, st.st_ino):
                     return _behind_link(jail, rel, sub)
                 os.unlink(comp, dir_fd=cur)
-                return (f'\nharness: the command created the symbolic link "{sub}" in the path '
-                        f'of protected path "{rel}"; the link was removed (not followed)')
+                return (
+                    f'\nharness: the command created the symbolic link "{sub}" in the path '
+                    f'of protected path "{rel}"; the link was removed (not followed)'
+                )
             if not stat.S_ISDIR(st.st_mode):
                 return ""
             fd = os.open(comp, _NOFOLLOW_DIR, dir_fd=cur)
@@ -569,8 +662,10 @@ def _remove_created(jail: Jail, root: int, absent: sandbox.Absent) -> str:
         else:
             os.unlink(parts[-1], dir_fd=cur)  # a symlink is unlinked, never followed
     except OSError as exc:
-        return (f'\nharness: the command created protected path "{rel}" and it could '
-                f"not be removed: {exc}")
+        return (
+            f'\nharness: the command created protected path "{rel}" and it could '
+            f"not be removed: {exc}"
+        )
     finally:
         for fd in held:
             os.close(fd)
@@ -584,9 +679,11 @@ def _behind_link(jail: Jail, rel: str, link: str) -> str:
     except (OSError, BuiltinError):
         return ""  # missing, or leads out of the workspace: nothing there for harness
     os.close(fd)
-    return (f'\nharness: protected path "{rel}" now exists behind the symbolic link "{link}" '
-            "(which existed before); it was not removed (harness never follows links to "
-            "delete), check it")
+    return (
+        f'\nharness: protected path "{rel}" now exists behind the symbolic link "{link}" '
+        "(which existed before); it was not removed (harness never follows links to "
+        "delete), check it"
+    )
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {"exec.run": run}

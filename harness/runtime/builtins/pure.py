@@ -85,8 +85,9 @@ def string_split(ctx: CallContext, s: Any, sep: Any = None) -> list[str]:
 def string_join(ctx: CallContext, parts: Any, sep: Any = "") -> str:
     sep = _str("string.join", "sep", sep)
     if not isinstance(parts, list):
-        raise BuiltinError(f"string.join: parts must be a list of strings, got "
-                           f"{type(parts).__name__}")
+        raise BuiltinError(
+            f"string.join: parts must be a list of strings, got {type(parts).__name__}"
+        )
     for i, part in enumerate(parts):
         _str("string.join", f"parts[{i}]", part)
     return sep.join(parts)
@@ -117,8 +118,7 @@ def string_pad_right(ctx: CallContext, s: Any, n: Any, char: Any = " ") -> str:
 
 
 def hash_md5(ctx: CallContext, s: Any) -> str:
-    return hashlib.md5(_str("hash.md5", "s", s).encode("utf-8"),
-                       usedforsecurity=False).hexdigest()
+    return hashlib.md5(_str("hash.md5", "s", s).encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 def base64_encode(ctx: CallContext, s: Any) -> str:
@@ -197,9 +197,13 @@ def url_parse(ctx: CallContext, s: Any) -> dict[str, Any]:
     except ValueError as exc:
         raise BuiltinError(f"url.parse: {exc}") from None
     out: dict[str, Any] = {
-        "scheme": parts.scheme, "host": parts.netloc.rpartition("@")[2],
-        "hostname": parts.hostname or "", "port": "" if port is None else str(port),
-        "path": parts.path, "raw_query": parts.query, "fragment": parts.fragment,
+        "scheme": parts.scheme,
+        "host": parts.netloc.rpartition("@")[2],
+        "hostname": parts.hostname or "",
+        "port": "" if port is None else str(port),
+        "path": parts.path,
+        "raw_query": parts.query,
+        "fragment": parts.fragment,
         "query": {k: v for k, v in parse_qs(parts.query, keep_blank_values=True).items()},
         "string": s,
     }
@@ -222,8 +226,10 @@ def url_encode(ctx: CallContext, params: Any) -> str:
             if isinstance(item, bool):
                 item = "true" if item else "false"
             elif not isinstance(item, (str, int, float)):
-                raise BuiltinError(f"url.encode: value of {key!r} must be a string, number, "
-                                   f"boolean or a list of them, got {type(item).__name__}")
+                raise BuiltinError(
+                    f"url.encode: value of {key!r} must be a string, number, "
+                    f"boolean or a list of them, got {type(item).__name__}"
+                )
             pairs.append((str(key), str(item)))
     return urlencode(pairs)
 

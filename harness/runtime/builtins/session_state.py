@@ -48,8 +48,10 @@ class MetricsStore:
     def _room(self, name: str) -> None:
         if not isinstance(name, str) or len(name) > MAX_METRIC_NAME:
             size = len(name) if isinstance(name, str) else type(name).__name__
-            raise BuiltinError(f"metrics: a metric name has at most {MAX_METRIC_NAME} "
-                               f"characters, got {size}; use a short label")
+            raise BuiltinError(
+                f"metrics: a metric name has at most {MAX_METRIC_NAME} "
+                f"characters, got {size}; use a short label"
+            )
         if name not in self._data and len(self._data) >= self.max_names:
             raise BuiltinError(f"metrics: this session already has {self.max_names} metrics")
 
@@ -98,11 +100,13 @@ class Scratchpad:
             try:
                 size = len(json.dumps(trial, separators=(",", ":"), allow_nan=False))
             except (TypeError, ValueError) as exc:
-                raise BuiltinError(f"ctx.set: value for {key!r} is not JSON-compatible: "
-                                   f"{exc}") from None
+                raise BuiltinError(
+                    f"ctx.set: value for {key!r} is not JSON-compatible: {exc}"
+                ) from None
             if size > MAX_PAD_BYTES:
-                raise BuiltinError(f"ctx.set: the scratchpad would hold {size} bytes; the "
-                                   f"limit is {MAX_PAD_BYTES}")
+                raise BuiltinError(
+                    f"ctx.set: the scratchpad would hold {size} bytes; the limit is {MAX_PAD_BYTES}"
+                )
             self._data[key] = value
             return value
 
@@ -126,8 +130,9 @@ class Scratchpad:
 _MISSING = object()
 
 
-def serve(method: str, payload: Mapping[str, Any], metrics: Metrics | None,
-          pad: Scratchpad | None) -> Any:
+def serve(  # noqa: C901
+    method: str, payload: Mapping[str, Any], metrics: Metrics | None, pad: Scratchpad | None
+) -> Any:
     """Answer one ``metrics.*`` / ``ctx.*`` host request."""
     family, _, op = method.partition(".")
     if family == "metrics":
@@ -189,13 +194,16 @@ def _count(fn: str, value: Any) -> int:
 
 
 def metrics_incr(ctx: CallContext, name: Any, delta: Any = 1) -> int:
-    return _host(ctx, "metrics.incr")("metrics.incr", {
-        "name": _name("metrics.incr", name), "delta": _count("metrics.incr", delta)})
+    return _host(ctx, "metrics.incr")(
+        "metrics.incr",
+        {"name": _name("metrics.incr", name), "delta": _count("metrics.incr", delta)},
+    )
 
 
 def metrics_set(ctx: CallContext, name: Any, value: Any) -> int:
-    return _host(ctx, "metrics.set")("metrics.set", {
-        "name": _name("metrics.set", name), "value": _count("metrics.set", value)})
+    return _host(ctx, "metrics.set")(
+        "metrics.set", {"name": _name("metrics.set", name), "value": _count("metrics.set", value)}
+    )
 
 
 def metrics_get(ctx: CallContext, name: Any) -> int:
