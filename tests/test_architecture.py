@@ -172,10 +172,12 @@ def test_no_import_cycles() -> None:
     )
 
 
-def test_no_top_level_module_is_over_400_lines() -> None:
+def test_no_top_level_module_is_over_480_lines() -> None:
+    # 400 lines in the hand layout became 480 when the tree was ruff-formatted (issue 21:
+    # the formatter spreads calls and literals over more lines; the code did not grow).
     for path in sorted(PKG.glob("*.py")):
         lines = len(path.read_text().splitlines())
-        assert lines <= 400, f"{path.name} has {lines} lines; give a job its own module"
+        assert lines <= 480, f"{path.name} has {lines} lines; give a job its own module"
 
 
 def test_sessions_read_only_the_public_surface_of_harness() -> None:
