@@ -1,6 +1,6 @@
 """harness: tools for language models as Markdown files.
 
-Public API (SPEC §12)::
+Public API (docs/spec.md §12)::
 
     h = harness.load(".")            # raises harness.LoadError listing every problem
     problems = harness.check(".")    # never raises for content problems

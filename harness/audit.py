@@ -1,4 +1,4 @@
-"""The audit trail: one JSON object per line, appended and flushed per event (SPEC §9).
+"""The audit trail: one JSON object per line, appended and flushed per event (docs/spec.md §9).
 
 Values are capped like tool output and redacted with the secret patterns, so a crash
 loses at most the event in flight and no matched secret reaches the file.

@@ -1,8 +1,8 @@
-"""``harness.md`` frontmatter -> a frozen :class:`Config` with defaults (SPEC §5).
+"""``harness.md`` frontmatter -> a frozen :class:`Config` with defaults (docs/spec.md §5).
 
 ``parse_config`` never raises for content problems: it returns the config built from
 whatever was valid plus a list of :class:`Problem` for the rest. Defaults marked
-as security invariants in SPEC §8 can only be tightened.
+as security invariants in docs/spec.md §8 can only be tightened.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class StateConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelConfig:
-    """Agent-loop defaults (SPEC §13); flags override them."""
+    """Agent-loop defaults (docs/spec.md §13); flags override them."""
 
     provider: str = "openai"  # openai | anthropic | copilot
     name: str = ""
@@ -156,7 +156,7 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
     """Return (value, error message or None) for one section field."""
     where = f"{section}.{name}"
     if (section, name) == ("exec", "sandbox") and value is False:
-        # YAML 1.1 reads a bare `off` (SPEC §5's own spelling) as the boolean false.
+        # YAML 1.1 reads a bare `off` (the spelling of docs/spec.md §5) as the boolean false.
         value = "off"
     if isinstance(default, bool):
         if not isinstance(value, bool):
@@ -193,7 +193,7 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
 
 # exec.mounts: never these, nor anything above them (the home directory as a whole,
 # host kernel and device state, the system's secrets); never a path that holds a
-# secret store (SPEC §8.3) or that overlaps the workspace (its protected entries
+# secret store (docs/spec.md §8.3) or that overlaps the workspace (its protected entries
 # would show, writable or not, under another path).
 _MOUNT_REFUSED = (
     "/",
@@ -277,7 +277,7 @@ def mount_problem(entry: str, workspace: Path | str) -> str | None:
             os.path.join(real, secret)
         ):
             return (
-                f'{where} ({real}) is or holds the secret store "{secret}" (SPEC 8.3); '
+                f'{where} ({real}) is or holds the secret store "{secret}" (docs/spec.md §8.3); '
                 "mount a directory without secrets"
             )
     return None
@@ -440,7 +440,7 @@ def _section(
             )
             section = ClockConfig()
     if key == "fs":
-        # SPEC §8.2: fs.protected can add paths, never remove the built-in ones.
+        # docs/spec.md §8.2: fs.protected can add paths, never remove the built-in ones.
         extra = tuple(p for p in section.protected if p not in ALWAYS_PROTECTED)
         section = replace(section, protected=ALWAYS_PROTECTED + extra)
     return section

@@ -1,4 +1,4 @@
-"""Harness and Session: the Python API of SPEC §12.
+"""Harness and Session: the Python API of docs/spec.md §12.
 
 A :class:`Harness` is the loaded, validated state of one root plus a script runtime;
 a :class:`Session` is one run of an agent with its own cache, spilled outputs and
@@ -286,7 +286,7 @@ class Harness:
         return await self.default_session.acall_many(calls)
 
     def run(self, prompt: str, **options: Any) -> AgentResult:
-        """Drive a model with these tools (SPEC §13); see ``harness.agent``."""
+        """Drive a model with these tools (docs/spec.md §13); see ``harness.agent``."""
         from harness.agent.loop import run_agent
 
         return run_agent(self, prompt, **options)

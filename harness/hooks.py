@@ -1,4 +1,4 @@
-"""HookChain: hooks grouped by event, order fixed at load (SPEC §4).
+"""HookChain: hooks grouped by event, order fixed at load (docs/spec.md §4).
 
 ``run`` is the whole decision loop: evaluate ``when``, call ``handle``, interpret the
 decision, merge ``modify`` payloads, stop at the first ``block``, and treat every

@@ -1,5 +1,5 @@
 """What the model sees of a call: rendering, the output cap, and paging through a
-spilled output with ``read_output`` (SPEC §9 step 6, §8.6).
+spilled output with ``read_output`` (docs/spec.md §9 step 6, §8.6).
 
 A text over ``limits.max_output_bytes`` is cut at a character boundary; the full text
 is handed to ``spill`` (the session keeps it for ``read_output``) and the notice at

@@ -1,4 +1,4 @@
-"""The six steps every call goes through (SPEC §9), one small function each.
+"""The six steps every call goes through (docs/spec.md §9), one small function each.
 
 resolve -> validate -> tool.pre hooks -> execute -> tool.post hooks -> return.
 There is no fast path: Python handlers, script tools and built-in tools all pass here.
@@ -66,7 +66,7 @@ class Stop(Exception):
 
 
 def run_call(call: ToolCall, reg: Registry, env: CallEnv) -> ToolResult:
-    """One call through the six steps of SPEC §9."""
+    """One call through the six steps of docs/spec.md §9."""
     c = Call(call, reg, env)
     try:
         plan = c.plan = resolve(c)

@@ -1,4 +1,4 @@
-"""The registry and the plans it compiles once, when it is made (SPEC §9 step 1).
+"""The registry and the plans it compiles once, when it is made (docs/spec.md §9 step 1).
 
 A :class:`ToolPlan` is everything a call of one tool needs: the spec, the Python
 handler (if bound), the argument validator, the result validator (``returns``) and the
@@ -112,7 +112,7 @@ class Registry:
         return plan
 
     def unknown(self, name: str) -> str:
-        """The message for a name no tool answers to (SPEC §9 wording)."""
+        """The message for a name no tool answers to (docs/spec.md §9 wording)."""
         return unknown_tool_message(
             name,
             (

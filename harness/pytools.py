@@ -97,7 +97,7 @@ def tool_from_function(
     )
 
     def handler(args: dict[str, Any]) -> Any:
-        # Undeclared keys pass validation (SPEC §9); they reach the function only when
+        # Undeclared keys pass validation (docs/spec.md §9); they reach the function only when
         # it asks for them with **kwargs. An async function's coroutine is awaited by
         # the pipeline.
         if takes_any:

@@ -1,4 +1,4 @@
-"""What a call is and what it returns (SPEC §9, §12)."""
+"""What a call is and what it returns (docs/spec.md §9, §12)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class ToolResult:
     duration_ms: float = 0.0
     truncated: bool = False
     blocked_by: str | None = None
-    # Reference of the full output kept for the session when ``truncated`` (SPEC §8.6).
+    # Reference of the full output kept for the session when ``truncated`` (docs/spec.md §8.6).
     output_ref: str | None = None
     # Remarks about the call the model should read (e.g. unknown argument names with a
     # did-you-mean; docs/python-api.md); each is also the last line of ``text``.

@@ -1,5 +1,5 @@
 """BM25 over the name, description and parameter text of tools: the index behind the
-session tool ``tool_search`` (SPEC §11; the tool itself is in ``session_tools``).
+session tool ``tool_search`` (docs/spec.md §11; the tool itself is in ``session_tools``).
 
 Pure Python, no dependency: the indexes are small (tens to hundreds of tools), so a
 plain inverted index with Okapi BM25 scoring is plenty.

@@ -1,5 +1,5 @@
 """Session: one run of an agent, with its own cache, spilled outputs, audit identity and
-session-scoped tools (SPEC §12). It is the ``CallEnv`` of the calls it makes.
+session-scoped tools (docs/spec.md §12). It is the ``CallEnv`` of the calls it makes.
 
 ``harness`` is the :class:`~harness.core.Harness` that made it (typed ``Any``: this
 module sits below ``core``, which imports it).

@@ -140,7 +140,7 @@ def _refuse_export_clash(self: Any, name: str) -> None:
             )
 
 
-# -- tool_search (SPEC §11) -------------------------------------------------------------
+# -- tool_search (docs/spec.md §11) -------------------------------------------------------------
 
 MAX_SEARCH_LIMIT = 20
 

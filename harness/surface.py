@@ -1,4 +1,4 @@
-"""The built-in surface of SPEC §7, declared once.
+"""The built-in surface of docs/spec.md §7, declared once.
 
 ``harness validate`` checks scripts against these names; the runtime builds the
 Starlark globals from the same tables and a test asserts that every name declared

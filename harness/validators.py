@@ -1,4 +1,4 @@
-"""JSON Schema checks of a call's arguments and of a tool's result (SPEC §9 step 2).
+"""JSON Schema checks of a call's arguments and of a tool's result (docs/spec.md §9 step 2).
 
 A compiled (Rust) validator accepts valid values (~0.3 µs); pure ``jsonschema`` runs
 only to explain a failure, with JSON paths and JSON wording (``arguments.json_message``).
@@ -60,7 +60,7 @@ class ArgValidator:
         return [f"{p}: {m}" for p, m in sorted(found)] or ["arguments do not match the schema"]
 
     def _explain(self, instance: Any) -> list[tuple[str, str]]:
-        """Every problem with its JSON path, in jsonschema's wording (SPEC §9)."""
+        """Every problem with its JSON path, in jsonschema's wording (docs/spec.md §9)."""
         if self._slow is None:
             import jsonschema  # lazy on purpose: only failures need it
 

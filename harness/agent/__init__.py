@@ -1,4 +1,4 @@
-"""The agent loop (SPEC §13): drive a model with the loaded tools.
+"""The agent loop (docs/spec.md §13): drive a model with the loaded tools.
 
 ``Harness.run(prompt, ...)`` and ``harness run "PROMPT"`` both call :func:`run_agent`.
 """

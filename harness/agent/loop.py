@@ -1,4 +1,6 @@
-"""The provider-neutral agent loop (SPEC §13); ``Harness.run`` delegates to :func:`run_agent`.
+"""The provider-neutral agent loop (docs/spec.md §13).
+
+``Harness.run`` delegates to :func:`run_agent`.
 
 Each round: send the conversation and the tool definitions (in the provider's own
 export format) to the model; stream its answer (text goes to ``on_text`` as it

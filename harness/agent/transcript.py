@@ -1,4 +1,4 @@
-"""The agent-loop transcript (SPEC §13): JSONL under ``.harness/state/sessions/``.
+"""The agent-loop transcript (docs/spec.md §13): JSONL under ``.harness/state/sessions/``.
 
 Written only when ``audit`` is on (``audit: {path: ...}`` in ``harness.md``): one line
 per message added to the conversation and per tool result, appended and flushed as it

@@ -560,11 +560,13 @@ def hook_summary(spec: HookSpec) -> str:  # pragma: no cover - debugging aid
 SCHEMA_FILES = {
     "tool": (
         "harness tool artifact frontmatter",
-        "Frontmatter of .harness/tools/NAME.md (SPEC \u00a73). The body is the description.",
+        "Frontmatter of .harness/tools/NAME.md (docs/spec.md \u00a73). "
+        "The body is the description.",
     ),
     "hook": (
         "harness hook artifact frontmatter",
-        "Frontmatter of .harness/hooks/NAME.md (SPEC \u00a74). The body is the description.",
+        "Frontmatter of .harness/hooks/NAME.md (docs/spec.md \u00a74). "
+        "The body is the description.",
     ),
     "bundle": (
         "harness bundle frontmatter",
@@ -572,7 +574,7 @@ SCHEMA_FILES = {
     ),
     "harness": (
         "harness.md frontmatter",
-        "Configuration of a harness project (SPEC \u00a75). The body is the system prompt.",
+        "Configuration of a harness project (docs/spec.md \u00a75). The body is the system prompt.",
     ),
     "server": (
         "harness upstream MCP server declaration",

@@ -1,4 +1,4 @@
-"""Tool definitions exactly as each provider accepts them (SPEC §11).
+"""Tool definitions exactly as each provider accepts them (docs/spec.md §11).
 
 Formats:
 

@@ -1,4 +1,4 @@
-"""Split a Markdown artifact into YAML frontmatter and body (SPEC §2).
+"""Split a Markdown artifact into YAML frontmatter and body (docs/spec.md §2).
 
 ``split`` never raises for content problems: whatever is wrong comes back as
 :class:`Problem` values. YAML is loaded safely with the C loader when available,

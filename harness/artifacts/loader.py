@@ -1,4 +1,4 @@
-"""Discovery, layers and precedence (SPEC §1) -> :class:`Project`.
+"""Discovery, layers and precedence (docs/spec.md §1) -> :class:`Project`.
 
 Layers, lowest first: ``builtins/`` -> ``plugins/`` -> ``harness.md`` inline
 ``tools:``/``hooks:`` -> ``.harness/tools|hooks/`` -> ``overrides/``. A name defined
@@ -30,9 +30,9 @@ _CONFIG_KEYS: tuple[str, ...] | None = None
 
 
 def find_root(start: Path) -> Path:
-    """The nearest directory at or above ``start`` holding harness.md or .harness/ (SPEC §1).
+    """The nearest directory at or above ``start`` holding harness.md or .harness/.
 
-    Falls back to ``start`` itself when none is found.
+    Falls back to ``start`` itself when none is found (docs/spec.md §1).
     """
     start = Path(start).resolve()
     for candidate in (start, *start.parents):

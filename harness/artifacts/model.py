@@ -149,7 +149,7 @@ class HookSpec:
 
 
 def hook_order(hook: HookSpec) -> tuple[int, str]:
-    """The one order of hooks on an event (SPEC §4): priority, then name."""
+    """The one order of hooks on an event (docs/spec.md §4): priority, then name."""
     return (hook.priority, hook.name)
 
 

@@ -1,4 +1,4 @@
-"""Tool ``parameters`` -> JSON Schema (SPEC §3).
+"""Tool ``parameters`` -> JSON Schema (docs/spec.md §3).
 
 ``{"type": "object", "properties": {...in YAML order...}, "required": [...in YAML order...]}``.
 ``required`` is lifted out of each parameter, an empty ``description`` is dropped and

@@ -85,7 +85,7 @@ def suggest(word: Any, choices: Iterable[str]) -> str:
 
 
 def unknown_tool_message(name: str, available: Iterable[str]) -> str:
-    """``unknown tool "x"; available: a, b, c; did you mean "y"?`` (SPEC §9 wording)."""
+    """``unknown tool "x"; available: a, b, c; did you mean "y"?`` (docs/spec.md §9 wording)."""
     names = sorted(available)
     match = closest(name, names)
     hint = f'; did you mean "{match}"?' if match is not None else ""

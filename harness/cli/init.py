@@ -1,4 +1,4 @@
-"""``harness init [DIR]``: scaffold ``harness.md`` and the starter pack (SPEC §10).
+"""``harness init [DIR]``: scaffold ``harness.md`` and the starter pack (docs/spec.md §10).
 
 Never overwrites: when any file of the pack already exists, nothing is written and
 the command exits 1 naming every existing file.

@@ -1,8 +1,8 @@
 """``harness list``: tools with one-line descriptions, hooks with event and priority.
 
 Every tool is listed, deferred and disabled ones marked. Exit 0; a project that does
-not load prints its errors on stderr and exits 2 (SPEC §10 lists only 0; nothing can
-be listed, so it is a load error like ``harness call``'s; decision in docs/cli.md).
+not load prints its errors on stderr and exits 2 (docs/spec.md §10: nothing can be
+listed, so it is a load error like ``harness call``'s; decision in docs/cli.md).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def _marks(tool: ToolSpec) -> list[str]:
 
 
 def _hooks(project: Project) -> list[HookSpec]:
-    """Hooks in run order: by event (SPEC order, then custom events by name), priority, name."""
+    """Hooks in run order: by event (TOOL_EVENTS order, then custom events by name),
+    priority, name."""
 
     def key(h: HookSpec) -> tuple[int, str, int, str]:
         rank = TOOL_EVENTS.index(h.event) if h.event in TOOL_EVENTS else len(TOOL_EVENTS)

@@ -1,4 +1,4 @@
-"""`harness run "PROMPT"` — drive a model with the project's tools (SPEC §13).
+"""`harness run "PROMPT"` — drive a model with the project's tools (docs/spec.md §13).
 
 The answer is streamed to stdout as it arrives; one line per tool call goes to stderr.
 Exit 0 when the model answered, 1 on a provider error or when the round limit was hit,

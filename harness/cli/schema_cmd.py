@@ -1,9 +1,9 @@
-"""``harness schema``: tool definitions exactly as a provider receives them (SPEC §11).
+"""``harness schema``: tool definitions exactly as a provider receives them (docs/spec.md §11).
 
 Without TOOL: a JSON list of every exported tool (enabled, not deferred). With TOOL
 (the harness name, or the provider name such as ``git_status`` for ``git.status``):
 that one definition as a JSON object, deferred tools included. Exit 0, 1 for an
-unknown or disabled tool, 2 when the project does not load (SPEC §10 lists 0/1; a
+unknown or disabled tool, 2 when the project does not load (docs/spec.md §10: a
 project that cannot load is a load error, exit 2 as for ``harness call``; docs/cli.md).
 
 With ``--format openai-strict``, a tool whose schema strict mode cannot express is

@@ -1,4 +1,4 @@
-"""``harness serve``: the project's tools as an MCP server (SPEC §10, §11).
+"""``harness serve``: the project's tools as an MCP server (docs/spec.md §10, §11).
 
 stdout carries the protocol (stdio transport), so everything this command reports
 goes to stderr through :mod:`logging`.

@@ -1,4 +1,4 @@
-"""``harness validate``: load every artifact and report every problem (SPEC §10).
+"""``harness validate``: load every artifact and report every problem (docs/spec.md §10).
 
 Exit 0 when there is no error (warnings allowed), 1 when there is at least one error,
 2 for usage errors (bad flag, a ``--root`` that does not exist).

@@ -23,7 +23,7 @@ from harness.hotpath import slot_maker
 
 
 class CacheStore(Protocol):
-    """Per-session key/value store of JSON-compatible values (SPEC §7 ``cache``)."""
+    """Per-session key/value store of JSON-compatible values (docs/spec.md §7 ``cache``)."""
 
     def get(self, key: str, default: Any = None) -> Any: ...
     def set(self, key: str, value: Any) -> None: ...

@@ -74,7 +74,7 @@ def _load_functions() -> dict[str, Callable[..., Any]]:
 
 _DECISIONS = """
 def allow():
-    # The same decision as returning None (SPEC §4), and the cheapest value to hand
+    # The same decision as returning None (docs/spec.md §4), and the cheapest value to hand
     # back to Python: a dict would cross the boundary key by key.
     return None
 

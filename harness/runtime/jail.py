@@ -1,4 +1,4 @@
-"""The workspace jail (SPEC §8.1–8.3): race-free path resolution beneath the workspace.
+"""The workspace jail (docs/spec.md §8.1–8.3): race-free path resolution beneath the workspace.
 
 Every path a built-in receives goes through a :class:`Jail`. The jail holds one
 directory handle of the workspace per process and opens everything *relative to that
@@ -78,7 +78,7 @@ MAX_SYMLINK_HOPS = 40
 # targets traced from it are recomputed on every open until it has settled.
 SETTLED_NS = 2_000_000_000
 
-# SPEC §8.3, exact list. Name patterns match the last component, anywhere in the tree.
+# docs/spec.md §8.3, exact list. Name patterns match the last component, anywhere in the tree.
 SENSITIVE_NAMES = (
     ".env",
     ".env.*",
@@ -105,7 +105,7 @@ SENSITIVE_SEQUENCES = ((".docker", "config.json"), (".config", "gcloud"))
 
 
 class SensitivePatterns(NamedTuple):
-    """SPEC §8.3 as data: ``names`` (globs on the last component), ``dirs`` (any
+    """docs/spec.md §8.3 as data: ``names`` (globs on the last component), ``dirs`` (any
     component, the directory and everything under it), ``sequences`` (consecutive
     components anywhere, and everything under them). Matching ignores case."""
 
@@ -338,7 +338,7 @@ def get_jail(config: Config, *, use_openat2: bool | None = None) -> Jail:
 class Jail:
     """Confinement of paths to one workspace directory.
 
-    ``protected``: workspace-relative paths (the SPEC §8.2 ones are always added);
+    ``protected``: workspace-relative paths (the docs/spec.md §8.2 ones are always added);
     ``.harness`` is hidden (neither readable nor writable), every other entry
     read-only. Entries are anchored at the workspace root and matched
     case-insensitively on the *resolved* path and on the path as written.

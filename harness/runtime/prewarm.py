@@ -7,7 +7,7 @@ environment) is started in the background: bubblewrap sets it up and then runs a
 small POSIX ``sh`` stub that prints one byte and waits for its command on stdin.
 
 Every prepared sandbox serves exactly one command, so every command still gets
-fresh namespaces and a fresh ``/tmp`` (SPEC §8.4). Before one is used:
+fresh namespaces and a fresh ``/tmp`` (docs/spec.md §8.4). Before one is used:
 
 - its plan must equal the plan computed for this call (flags, every mount, the
   sensitive-file masks, the environment): a workspace that changed since (a new

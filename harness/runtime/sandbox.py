@@ -1,4 +1,4 @@
-"""The bubblewrap command line for ``exec.run`` (SPEC §8.4).
+"""The bubblewrap command line for ``exec.run`` (docs/spec.md §8.4).
 
 ``plan()`` turns a resolved program, its arguments, a working directory and an
 environment into a :class:`Plan`: the argv to spawn, the environment to give it,
@@ -15,7 +15,7 @@ and whether it is sandboxed. What the sandbox holds:
 - the workspace read-write at its own path; inside it ``.harness/state`` hidden (an
   empty read-only tmpfs), ``.harness`` and every other protected path read-only, every ancestor
   directory of a nested protected path bound onto itself (a mount point cannot be
-  renamed or removed), and every sensitive file (SPEC §8.3, the jail's patterns)
+  renamed or removed), and every sensitive file (docs/spec.md §8.3, the jail's patterns)
   masked: ``/dev/null`` over files, an empty read-only tmpfs over directories.
 
 Whether bubblewrap works is probed once per process per binary (cached).
@@ -612,12 +612,12 @@ def inspect_protected(
 
 # ---------------------------------------------------------------- sensitive files
 
-# SPEC §8.3 patterns are the jail's (``jail.is_sensitive``), not a copy. Bounds:
+# docs/spec.md §8.3 patterns are the jail's (``jail.is_sensitive``), not a copy. Bounds:
 MASK_SCAN_MAX_ENTRIES = 20000  # directory entries read per scan, breadth-first
 MASK_MAX = 64  # sensitive entries masked per command (each is one mount, ~0.1-0.3 ms)
 _RACY_NS = 2_000_000_000  # a directory changed this recently is read again next time
 # Sensitive directories are not scanned further, so a name and the few components
-# above it decide: as many as the longest SPEC sequence (".config/gcloud") needs.
+# above it decide: as many as the longest sensitive sequence (".config/gcloud") needs.
 _TAIL = max((len(seq) for seq in SENSITIVE_SEQUENCES), default=1) - 1
 
 
@@ -804,7 +804,7 @@ def _warn_masks(log: object, workspace: str, masks: Masks) -> None:
             continue
         _mask_warned.add((workspace, kind))
         msg = (
-            f'exec.run: in the workspace "{workspace}" {what} in the sandbox (SPEC 8.3); '
+            f'exec.run: in the workspace "{workspace}" {what} in the sandbox (docs/spec.md §8.3); '
             "move secrets out of the workspace, or set exec.allowed_commands"
         )
         logger.warning(msg)

@@ -2,7 +2,7 @@
 
 ``check_script`` parses with starlark-pyo3 in the dialect the engine uses, runs its
 linter and its globals check (``AstModule.typecheck``), then checks what the parser
-cannot know: ``module.function`` uses against the built-in surface of SPEC §7
+cannot know: ``module.function`` uses against the built-in surface of docs/spec.md §7
 (:mod:`harness.surface`), ``load`` statements, and the entry point (``run(args)``
 for tools, ``handle(event, payload)`` for hooks).
 

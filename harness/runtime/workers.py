@@ -1,4 +1,4 @@
-"""``runtime.isolation: process``: scripts run in a pool of worker processes (SPEC §6).
+"""``runtime.isolation: process``: scripts run in a pool of worker processes (docs/spec.md §6).
 
 :class:`ProcessRuntime` implements the :class:`~harness.runtime.context.ScriptRuntime`
 protocol like ``engine.InProcessRuntime``, but each call runs in a child process

@@ -1,4 +1,5 @@
-"""``harness serve``: the loaded tools as an MCP server, on the official ``mcp`` SDK (SPEC §11).
+"""``harness serve``: the loaded tools as an MCP server, on the official ``mcp`` SDK
+(docs/spec.md §11).
 
 Built on the SDK's low-level :class:`mcp.server.lowlevel.Server`, which leaves
 ``tools/list`` and ``tools/call`` results entirely to us:
@@ -662,7 +663,7 @@ def _url_host(host: str) -> str:
 
 def quiet_sdk_logs() -> None:
     """The SDK and uvicorn log session ids at INFO: keep them at WARNING or above, and
-    never let a session id through (SPEC: session ids are credentials)."""
+    never let a session id through (docs/spec.md §8.10: session ids are credentials)."""
     for name in ("mcp", "uvicorn", "uvicorn.error", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
     logging.getLogger("mcp").addFilter(_no_session_ids)

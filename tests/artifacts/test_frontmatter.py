@@ -1,4 +1,4 @@
-"""split(): SPEC §2 exactly, with file line numbers."""
+"""split(): docs/spec.md §2 exactly, with file line numbers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""parameters -> JSON Schema (SPEC §3)."""
+"""parameters -> JSON Schema (docs/spec.md §3)."""
 
 from __future__ import annotations
 

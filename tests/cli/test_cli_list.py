@@ -93,7 +93,7 @@ def test_list_bad_format_is_usage_error(runner: CliRunner, project_copy) -> None
     assert "Invalid value for '--format'" in r.stderr
 
 
-# SPEC §10 lists `list` as exit 0 and `schema` as 0/1. A project that does not load is
+# `list` exits 0 and `schema` 0/1 (docs/spec.md §10). A project that does not load is
 # decided to be exit 2 for both (the usage/load-error class, as for `harness call`):
 # nothing can be listed, and a script must not mistake it for "unknown tool" (1).
 

@@ -26,7 +26,7 @@ from harness.errors import UsageError
 
 
 def schema_of(params: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What the loader builds (SPEC §3): properties and required in YAML order."""
+    """What the loader builds (docs/spec.md §3): properties and required in YAML order."""
     props = {}
     required = []
     for name, p in params.items():

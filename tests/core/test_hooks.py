@@ -1,4 +1,4 @@
-"""Hooks at run time on real artifacts (SPEC §4), plus chain-order tests on a fake runtime."""
+"""Hooks at run time on real artifacts (docs/spec.md §4); chain order on a fake runtime."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The fs built-ins from the attacker's side (SPEC §8.1–8.3).
+"""The fs built-ins from the attacker's side (docs/spec.md §8.1–8.3).
 
-One test per vector; each asserts the SPEC §8 message and that the legitimate
+One test per vector; each asserts the docs/spec.md §8 message and that the legitimate
 counterpart still works. Every test runs twice: with ``openat2`` (when the kernel has
 it) and with the portable ``O_NOFOLLOW`` walk.
 """

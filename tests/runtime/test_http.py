@@ -1,4 +1,4 @@
-"""``http.get`` / ``http.post`` against a real server on 127.0.0.1 (SPEC §7, §8.5).
+"""``http.get`` / ``http.post`` against a real server on 127.0.0.1 (docs/spec.md §7, §8.5).
 
 DNS answers for made-up names come from the ``net.resolve`` seam; everything else
 (sockets, HTTP, redirects, gzip) is real.

@@ -1,4 +1,4 @@
-"""The command sandbox from the attacker's side (SPEC §8.4), with real bubblewrap.
+"""The command sandbox from the attacker's side (docs/spec.md §8.4), with real bubblewrap.
 
 Each vector is a command a hostile script could run through ``exec.run``; each must
 fail inside the sandbox while its legitimate counterpart works.
@@ -591,7 +591,7 @@ def test_allowed_commands_path_entry_allows_that_workspace_file(ws: Path) -> Non
         run(ctx, "build.sh", env={"PATH": str(ws)})
 
 
-# 4. sensitive files are masked inside the sandbox (SPEC §8.3 "wherever they are")
+# 4. sensitive files are masked inside the sandbox (docs/spec.md §8.3 "wherever they are")
 
 
 SENSITIVE_FILES = (

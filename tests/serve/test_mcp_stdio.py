@@ -18,7 +18,7 @@ def test_initialize_lists_tools_with_schemas_and_annotations(project: Path) -> N
             init = s.initialize_result
             assert init is not None
             assert init.instructions.startswith("You are testing the MCP server.")
-            assert "untrusted" in init.instructions  # SPEC §8.7
+            assert "untrusted" in init.instructions  # docs/spec.md §8.7
             assert init.capabilities.tools is not None and init.capabilities.tools.list_changed
             listed = await s.list_tools()
             tools = {t.name: t for t in listed.tools}

@@ -1,4 +1,4 @@
-"""``cache.get/set/delete``: the per-session key/value store (SPEC §7).
+"""``cache.get/set/delete``: the per-session key/value store (docs/spec.md §7).
 
 The store itself lives with the session (:class:`MemoryCache`); under process
 isolation the worker receives a proxy with the same three methods.

@@ -1,4 +1,4 @@
-"""``fs.*`` built-ins (SPEC §7): jailed file access for scripts.
+"""``fs.*`` built-ins (docs/spec.md §7): jailed file access for scripts.
 
 Every path goes through :mod:`harness.runtime.jail`. Paths returned are
 workspace-relative with ``/`` separators (``"."`` for the workspace itself).

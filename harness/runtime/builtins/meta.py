@@ -1,4 +1,4 @@
-"""``meta.tool_register``: a script registers a tool for the rest of its session (SPEC §7).
+"""``meta.tool_register``: a script registers a tool for the rest of its session (docs/spec.md §7).
 
 Only when ``meta.enabled``. The session validates the tool exactly like a file tool,
 fires the ``meta.tool_register`` hooks (which may block), enforces ``meta.max_tools``

@@ -1,4 +1,4 @@
-"""``http.get`` / ``http.post`` behind ``network.allowed_domains`` (SPEC §7, §8.5).
+"""``http.get`` / ``http.post`` behind ``network.allowed_domains`` (docs/spec.md §7, §8.5).
 
 Every hop (the first request and each redirect) is checked before anything is sent:
 scheme http/https; host allowed (``example.com`` = apex and subdomains,

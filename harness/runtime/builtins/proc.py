@@ -1,4 +1,4 @@
-"""``exec.run``: run a program in the command sandbox (SPEC §7, §8.4).
+"""``exec.run``: run a program in the command sandbox (docs/spec.md §7, §8.4).
 
 Decisions (see docs/security-exec-net.md):
 - A program that cannot be found is a *result* (``ok: False``, ``exit_code: 127``, the
@@ -78,7 +78,7 @@ def _check_args(
 
 
 def _resolve_dir(config: Config, workspace: str, dir: str) -> str:
-    """The real path of ``dir``, jailed like every path argument (SPEC §8.1-8.3)."""
+    """The real path of ``dir``, jailed like every path argument (docs/spec.md §8.1-8.3)."""
     jail = get_jail(config)
     try:
         fd, real = jail.open(dir, DIR_FLAGS)
@@ -312,7 +312,7 @@ def _check_allowed(
     accept: Callable[[str], bool],
     sandboxed: bool,
 ) -> None:
-    """Refuse a program that only looks like an allowed one (SPEC §8.4)."""
+    """Refuse a program that only looks like an allowed one (docs/spec.md §8.4)."""
     real = os.path.realpath(program)
     if sandbox._inside(program, workspace) or sandbox._inside(real, workspace):
         # A workspace file (or link) named like an allowed program is not that program;
