@@ -2,12 +2,12 @@
 
 - ``python``: runs (``exec``) with the current directory in the page's project.
 - ``bash``/``sh``: each command runs; ``harness ...`` in-process (click's CliRunner),
-  ``cd DIR`` moves (creating DIR). A command must exit 0 unless its line ends with a
-  comment ``# exits N`` (or ``# exit N``). Any other program needs a skip marker.
+  ``cd``, ``mkdir`` and ``git`` too; ``a && b`` runs ``b`` only when ``a`` succeeded.
+  A command must exit 0 unless its line ends with a comment ``# exits N`` (or
+  ``# exit N``). Any other program needs a skip marker.
 - ``console``: ``$ COMMAND`` lines run as in ``bash``; the lines after one are its
   output and must match what it prints (a line ``...`` matches any lines, ``...``
-  within a line any text); ``$ echo $?`` prints the last exit status. ``git`` runs
-  too (a worked example may start with ``git init``).
+  within a line any text); ``$ echo $?`` prints the last exit status.
 - ``markdown`` (an artifact): needs ``file PATH``; it is written into the project,
   which must then pass ``harness validate --strict``; a test file (``.harness/tests/``)
   must also pass ``harness test``, an eval file ``harness eval --dry-run``.
@@ -111,9 +111,13 @@ def run_command(cmd: str, state: dict[str, object]) -> tuple[int, str]:
     argv = shlex.split(cmd)
     cwd = Path(str(state["cwd"]))
     if argv[0] == "cd":
-        target = cwd / argv[1]
-        target.mkdir(parents=True, exist_ok=True)
-        state["cwd"] = target
+        if not (cwd / argv[1]).is_dir():
+            return 1, f"cd: {argv[1]}: No such file or directory\n"
+        state["cwd"] = cwd / argv[1]
+        return 0, ""
+    if argv[0] == "mkdir":
+        for name in (a for a in argv[1:] if not a.startswith("-")):
+            (cwd / name).mkdir(parents="-p" in argv, exist_ok="-p" in argv)
         return 0, ""
     if argv == ["echo", "$?"]:
         return 0, f"{state['status']}\n"
@@ -233,7 +237,8 @@ def run_ini(block: Block, root: Path) -> None:
     write(root, block.arg, block.text)
     if Path(block.arg).name == "pytest.ini":
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0"],
+            # The starter cases are run by other blocks already: collected, not run here.
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not starter"],
             cwd=root,
             capture_output=True,
             text=True,
