@@ -77,10 +77,14 @@ def write(root: Path, rel: str, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def validate(root: Path) -> None:
+def validate(root: Path, quiet: str = "") -> None:
+    """``harness validate --strict`` passes, and draws no warning about the file
+    ``quiet`` (harness.md for ``config``). Other files may draw warnings (a tool
+    without a script is a contract for a handler bound in Python)."""
     result = harness(["validate", "--strict", "--root", str(root)])
     assert result.exit_code == 0, result.output
-    assert "warning" not in result.output, result.output
+    noisy = [line for line in result.output.splitlines() if "warning" in line]
+    assert not quiet or not [line for line in noisy if f"/{quiet}:" in line], result.output
 
 
 # ---------------------------------------------------------------- shell
@@ -223,7 +227,7 @@ def run_yaml(block: Block, root: Path) -> None:
         if not frontmatter.lstrip().startswith("---"):
             frontmatter = f"---\n{frontmatter}---\n"
         write(root, "harness.md", frontmatter)
-        validate(root)
+        validate(root, quiet="harness.md")
     elif block.directive == "file":
         write(root, block.arg, block.text)
         validate(root)
@@ -261,7 +265,7 @@ def run_python(block: Block, root: Path) -> None:
 def run_starlark(block: Block, root: Path) -> None:
     tool = "---\nscript: |\n" + textwrap.indent(block.text, "  ") + "---\nA doc example.\n"
     write(root, ".harness/tools/doc_example.md", tool)
-    validate(root)
+    validate(root, quiet=".harness/tools/doc_example.md")
 
 
 # ---------------------------------------------------------------- text
