@@ -73,9 +73,9 @@ def _parse_marker(body: str, where: str) -> tuple[str, str, str]:
     return name, arg, reason
 
 
-def read_blocks(path: Path) -> list[Block]:
+def read_blocks(path: Path, root: Path = ROOT) -> list[Block]:
     """Every fenced block of one page, in order; DocError for bad doc-test markup."""
-    rel = path.relative_to(ROOT).as_posix()
+    rel = path.relative_to(root).as_posix()
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks: list[Block] = []
     i = 0

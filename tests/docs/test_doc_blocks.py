@@ -40,22 +40,18 @@ def test_a_skip_without_a_reason_is_refused(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("<!-- doc-test: skip -->\n```bash\nrm -rf /\n```\n")
     with pytest.raises(DocError, match="needs a reason"):
-        read_blocks_at(page)
+        read_blocks(page, tmp_path)
 
 
 def test_a_marker_not_above_a_fence_is_refused(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("<!-- doc-test: skip — x -->\nSome text.\n```bash\nls\n```\n")
     with pytest.raises(DocError, match="not followed by a fence"):
-        read_blocks_at(page)
+        read_blocks(page, tmp_path)
 
 
-def read_blocks_at(page: Path) -> list[Block]:
-    import docblocks
-
-    old = docblocks.ROOT
-    docblocks.ROOT = page.parent
-    try:
-        return read_blocks(page)
-    finally:
-        docblocks.ROOT = old
+def test_an_unknown_directive_is_refused(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- doc-test: skipp — typo -->\n```bash\nls\n```\n")
+    with pytest.raises(DocError, match="unknown doc-test directive 'skipp'"):
+        read_blocks(page, tmp_path)
