@@ -32,6 +32,7 @@ DIRECTIVES = {
     "tree": False,  # paths (first word of each line) that `harness init` writes
     "synopsis": False,  # a `harness COMMAND [...]` usage: every option must exist
     "project": True,  # shell/python run in a copy of tests/docs/projects/NAME (no init)
+    "serve": False,  # python run while `harness serve --transport http [ARGS]` serves
 }
 REASON = re.compile(r"\s+(?:—|--|:)\s+|\s*:\s+")
 

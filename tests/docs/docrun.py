@@ -1,6 +1,8 @@
 """The doc-test collector's running half: what each kind of block must do to pass.
 
-- ``python``: runs (``exec``) with the current directory in the page's project.
+- ``python``: runs (``exec``) with the current directory in the page's project; with
+  ``serve [ARGS]`` while ``harness serve --transport http ARGS`` serves that project
+  (its ``:8000`` in the block becomes the server's free port).
 - ``bash``/``sh``: each command runs; ``harness ...`` in-process (click's CliRunner),
   ``cd``, ``mkdir`` and ``git`` too; ``a && b`` runs ``b`` only when ``a`` succeeded.
   A command must exit 0 unless its line ends with a comment ``# exits N`` (or
@@ -26,11 +28,17 @@ import configparser
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -262,6 +270,46 @@ def run_python(block: Block, root: Path) -> None:
         os.chdir(old)
 
 
+@contextmanager
+def http_server(root: Path, args: list[str], env: dict[str, str]) -> Iterator[int]:
+    """``harness serve --transport http`` on a free loopback port, until the block ran."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    argv = [sys.executable, "-m", "harness.cli.main", "serve", "--root", str(root)]
+    argv += ["--transport", "http", "--port", str(port), *args]
+    log = root.parent / "serve.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 120  # a readiness wait, not a timing assertion
+        while f":{port}/mcp" not in log.read_text():
+            assert proc.poll() is None, f"harness serve exited: {log.read_text()}"
+            assert time.monotonic() < deadline, f"harness serve never listened: {log.read_text()}"
+            time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def run_served_python(block: Block, root: Path) -> None:
+    """The block runs against a real HTTP server of the page's project: its port 8000
+    becomes the free port the server got; ``HARNESS_TOKENS`` (the server's) and
+    ``HARNESS_TOKEN`` (the client's) hold one fresh token."""
+    token = secrets.token_urlsafe(24)
+    env = {**os.environ, "HARNESS_TOKENS": token, "HARNESS_TOKEN": token}
+    with http_server(root, shlex.split(block.arg), env) as port:
+        served = replace(block, text=block.text.replace(":8000", f":{port}"))
+        old = dict(os.environ)
+        os.environ.update(HARNESS_TOKEN=token)
+        try:
+            run_python(served, root)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+
+
 def run_starlark(block: Block, root: Path) -> None:
     tool = "---\nscript: |\n" + textwrap.indent(block.text, "  ") + "---\nA doc example.\n"
     write(root, ".harness/tools/doc_example.md", tool)
@@ -304,7 +352,8 @@ def run_block(block: Block, page: list[Block], tmp: Path) -> None:
         parse.get(block.lang, str)(block.text)
         pytest.skip(block.reason)
     root = make_project(block, page, tmp)
-    kind = block.directive if block.directive in ("starlark", "tree", "synopsis") else block.lang
+    special = ("starlark", "tree", "synopsis", "serve")
+    kind = block.directive if block.directive in special else block.lang
     runner = {
         "python": run_python,
         "bash": run_bash,
@@ -317,6 +366,7 @@ def run_block(block: Block, page: list[Block], tmp: Path) -> None:
         "starlark": run_starlark,
         "tree": run_tree,
         "synopsis": run_synopsis,
+        "serve": run_served_python,
     }.get(kind)
     assert runner, (
         f"{block.id}: no runner for a {kind or 'plain'} block; give it a language or a "
