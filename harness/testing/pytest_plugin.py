@@ -4,8 +4,13 @@ Installing harness registers the plugin (entry point ``pytest11``); it stays ine
 until a project opts in, with ``pytest -p harness.testing.pytest_plugin`` or in the ini
 file::
 
-    [pytest]                     # or [tool.pytest.ini_options] in pyproject.toml
-    harness_tests = true         # collect .harness/tests/*.md with the rest of the suite
+    [pytest]
+    # collect .harness/tests/*.md with the rest of the suite
+    harness_tests = true
+
+(or ``harness_tests = true`` under ``[tool.pytest.ini_options]`` in pyproject.toml).
+When the project sets ``testpaths``, the rootdir's ``.harness/tests`` is collected too
+(testpaths would otherwise leave it out) unless paths are given on the command line.
 
 Each test file becomes a collector, each case an item that runs through the same
 runner as ``harness test``; a failure shows the same file:line, expected/got and diff.
@@ -69,6 +74,18 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     ):
         return False
     return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With ``harness_tests = true`` and ``testpaths`` deciding what to collect (no paths on
+    the command line), add the rootdir's ``.harness/tests``: the option would otherwise
+    collect nothing in a project whose ``testpaths`` does not name it."""
+    if not config.getini("harness_tests") or config.args_source != config.ArgsSource.TESTPATHS:
+        return
+    tests = config.rootpath / ".harness" / "tests"
+    covered = any(tests.is_relative_to(Path(arg).resolve()) for arg in config.args)
+    if tests.is_dir() and not covered:
+        config.args.append(str(tests))
 
 
 def _runner(root: Path) -> Runner:

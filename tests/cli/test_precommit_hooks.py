@@ -1,20 +1,25 @@
-"""The shipped .pre-commit-hooks.yaml runs `harness validate` on the right files."""
+"""The shipped .pre-commit-hooks.yaml: `harness validate` and `harness test` on the right files."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 HOOKS = Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml"
 
 
-def test_harness_validate_hook() -> None:
-    hooks = yaml.safe_load(HOOKS.read_text())
-    assert [h["id"] for h in hooks] == ["harness-validate"]
-    hook = hooks[0]
-    assert hook["entry"] == "harness validate"
+@pytest.mark.parametrize(
+    ("hook_id", "entry"),
+    [("harness-validate", "harness validate"), ("harness-test", "harness test")],
+)
+def test_hook_runs_on_harness_files_only(hook_id: str, entry: str) -> None:
+    hooks = {h["id"]: h for h in yaml.safe_load(HOOKS.read_text())}
+    assert sorted(hooks) == ["harness-test", "harness-validate"]
+    hook = hooks[hook_id]
+    assert hook["entry"] == entry
     assert hook["language"] == "python"
     assert hook["pass_filenames"] is False
     files, exclude = re.compile(hook["files"]), re.compile(hook["exclude"])

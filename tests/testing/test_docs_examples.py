@@ -27,7 +27,7 @@ def test_the_friday_guard_example_passes_and_fails_when_it_should(tmp_path: Path
         "---\nparameters:\n  target: {type: string, required: true}\nscript: |\n"
         '  def run(args):\n      return "deployed " + args["target"]\n---\n'
     )
-    (hooks / "friday_guard.md").write_text(block("A hook that refuses deploys"))
+    (hooks / "friday_guard.md").write_text(block("a hook that refuses deploys"))
     cases = block("`.harness/tests/friday_guard.md`")
     (tests / "friday_guard.md").write_text(cases)
     result = CliRunner().invoke(cli, ["test", "--root", str(tmp_path), "--coverage"])
