@@ -41,8 +41,23 @@ class MemoryCache(BackendCache):
             max_bytes=max(max_bytes, DEFAULT.max_bytes),
         )
         super().__init__(MemoryBackend(limits), "session")
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
+
+    @property
+    def max_entries(self) -> int:
+        return self._backend.limits.session_cache_entries
+
+    @max_entries.setter
+    def max_entries(self, n: int) -> None:
+        self._backend.limits = replace(self._backend.limits, session_cache_entries=n)
+
+    @property
+    def max_bytes(self) -> int:
+        return self._backend.limits.session_cache_bytes
+
+    @max_bytes.setter
+    def max_bytes(self, n: int) -> None:
+        lim = self._backend.limits
+        self._backend.limits = replace(lim, session_cache_bytes=n, max_bytes=max(n, lim.max_bytes))
 
 
 def _store(ctx: CallContext) -> Any:

@@ -47,7 +47,14 @@ class MetricsStore(BackendMetrics):
 
     def __init__(self, max_names: int = MAX_METRICS) -> None:
         super().__init__(MemoryBackend(replace(DEFAULT, session_metrics=max_names)), "session")
-        self.max_names = max_names
+
+    @property
+    def max_names(self) -> int:
+        return self._backend.limits.session_metrics
+
+    @max_names.setter
+    def max_names(self, n: int) -> None:
+        self._backend.limits = replace(self._backend.limits, session_metrics=n)
 
 
 class Scratchpad:
