@@ -172,3 +172,44 @@ def test_40_sessions_filling_their_cache_stay_under_the_server_cap(
         assert 4 * MIB < size <= 8 * MIB
     finally:
         server.close()
+
+
+# -- reopened class: metric name length came back through a second store ------------------
+
+# Classes that offer the cache or metrics methods without being a store of their own.
+NOT_STORES = {
+    "CacheProxy": "a worker's cache: every call is a round trip to the host's store",
+    "CacheStore": "the protocol",
+    "Metrics": "the protocol",
+    "Scratchpad": "ctx, one turn's pad, bounded by MAX_PAD_BYTES; not kept across calls",
+}
+
+
+def test_every_store_of_session_state_is_a_backend_store() -> None:
+    """Any class in harness offering cache.* or metrics.* methods is BackendCache or
+    BackendMetrics (over a state backend, so under StateLimits), or is listed above: a
+    new store with rules of its own fails here."""
+    import ast
+
+    import harness
+
+    cache_methods = {"get", "set", "delete", "has", "clear"}
+    metrics_methods = {"incr", "set", "get", "reset", "snapshot"}
+    found = {}
+    for path in Path(harness.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                methods = {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+                if cache_methods <= methods or metrics_methods <= methods:
+                    found[node.name] = path.name
+    assert set(found) - set(NOT_STORES) == {"BackendCache", "BackendMetrics"}, found
+
+    from harness.runtime.builtins.cache import MemoryCache
+    from harness.runtime.builtins.session_state import MetricsStore
+    from harness.state.memory import MemoryBackend
+
+    for store in (MemoryCache(), MetricsStore()):
+        assert isinstance(store, (BackendCache, BackendMetrics))
+        assert isinstance(store._backend, MemoryBackend)
+    with pytest.raises(BuiltinError, match="metrics.incr: a metric name has at most 256"):
+        MetricsStore().incr("x" * 1_000_000)
