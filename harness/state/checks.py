@@ -8,7 +8,8 @@ returns the code and redis.py raises it. The bounds are :class:`StateLimits`'.
 
 Accounting (the same in both backends): a cache entry costs its key's UTF-8 bytes plus
 its JSON text; a counter its name's bytes plus :data:`COUNTER_COST`; a spilled output
-its bytes plus its ref. Items are entries, counters and outputs.
+its bytes plus its ref; a session holding anything :data:`SCOPE_COST` more. Items
+are entries, counters and outputs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from harness.errors import BuiltinError
 from harness.state.limits import DEFAULT, StateLimits
 
 COUNTER_COST = 8  # bytes a counter's value is accounted as (a 64-bit integer)
+# bytes a session holding anything is accounted as on top of its items (its own
+# dictionaries or keys): many sessions with one tiny item each cannot pass the cap unseen
+SCOPE_COST = 1024
 COUNTER_MAX = 2**63  # counters are signed 64-bit integers (Redis HINCRBY's range)
 
 # The built-in a script called, for the messages of each backend method.

@@ -35,11 +35,11 @@ class StateLimits:
     session_output_bytes: int = 64 * MIB  # spilled outputs; the oldest are dropped past it
     # the whole server (every session): least recently used sessions are evicted past it
     max_bytes: int = 256 * MIB  # state.max_bytes
-    max_items: int = 1_000_000  # state.max_keys: cache entries + counters + outputs
+    max_items: int = 200_000  # state.max_keys: cache entries + counters + outputs
     # expiry
     spill_ttl_s: float = 3600.0  # state.spill_ttl_s: a read_output ref
     value_ttl_s: float = 7 * 24 * 3600.0  # state.value_ttl_s: a session left idle
-    evicted_memory: int = 100_000  # evicted sessions remembered (to say so once)
+    evicted_memory: int = 10_000  # evicted sessions remembered (to say so once)
 
     @property
     def spill_ms(self) -> int:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from harness.state.checks import (
     COUNTER_COST,
+    SCOPE_COST,
     check_cache_entry,
     check_counter,
     check_metric_name,
@@ -123,7 +124,7 @@ class MemoryBackend:
         more fit under the server-wide cap; False if only this scope is left."""
         tag = scope_tag(scope)
         lim = self.limits
-        while self._bytes + size > lim.max_bytes or self._items + items > lim.max_items:
+        while self._total() + size > lim.max_bytes or self._items + items > lim.max_items:
             victim = next((t for t in self._scopes if t != tag), None)
             if victim is None:
                 return False
@@ -135,9 +136,14 @@ class MemoryBackend:
         self._bytes += size
         self._items += items
 
+    def _total(self) -> int:
+        """Bytes held: payload, and SCOPE_COST per session holding anything (at rest
+        every scope here holds something; a writer's new one counts from the start)."""
+        return self._bytes + SCOPE_COST * len(self._scopes)
+
     def usage(self) -> tuple[int, int]:
         with self._lock:
-            return self._bytes, self._items
+            return self._total(), self._items
 
     # -- spilled outputs -----------------------------------------------------------------
 
@@ -184,6 +190,7 @@ class MemoryBackend:
                 item = s.outputs.get(ref)
                 if item is not None:
                     return item[0]
+                self._settle(scope)
             gone = self._gone.get(scope_tag(scope))
             if gone is not None and float(gone[0]) + self.limits.spill_ttl_s > self._clock():
                 raise refusal("gone", "read_output", self.limits, ref=ref)

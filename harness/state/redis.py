@@ -15,6 +15,7 @@ from harness.errors import HarnessError
 from harness.state.checks import (
     BUILTIN,
     COUNTER_COST,
+    SCOPE_COST,
     check_cache_entry,
     check_counter,
     check_metric_name,
@@ -79,6 +80,7 @@ class RedisBackend:
                 lim.value_ms,
                 lim.evicted_memory,
                 COUNTER_COST,
+                SCOPE_COST,
             )
         )
 

@@ -16,7 +16,7 @@ SCRIPT = r"""
 local op, ns, tag = ARGV[1], ARGV[2], ARGV[3]
 local L = {}
 for v in string.gmatch(ARGV[4], '[^,]+') do L[#L + 1] = tonumber(v) end
-local MAXB, MAXN, SCN, SCB, SMN, SOB, SPILL, TTL, TOMBS, CCOST = unpack(L)
+local MAXB, MAXN, SCN, SCB, SMN, SOB, SPILL, TTL, TOMBS, CCOST, SCOST = unpack(L)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000  -- ms, to the microsecond
 local function ms(x) return string.format('%.3f', x) end  -- a score, never rounded
@@ -101,8 +101,12 @@ local function enter(consume, create)
   return true
 end
 
+-- bytes held: payload, and SCOST per scope in LRU (a scope holding anything, or the
+-- writer's new one)
+local function total() return num(USE, '#b') + SCOST * redis.call('ZCARD', LRU) end
+
 local function room(db, dn)
-  while num(USE, '#b') + db > MAXB or num(USE, '#n') + dn > MAXN do
+  while total() + db > MAXB or num(USE, '#n') + dn > MAXN do
     local two = redis.call('ZRANGE', LRU, 0, 1)
     local victim = two[1]
     if victim == tag then victim = two[2] end
@@ -141,7 +145,7 @@ local function done(reply)
 end
 
 if op == 'usage' then
-  return {'ok', num(USE, '#b'), num(USE, '#n')}
+  return {'ok', total(), num(USE, '#n')}
 end
 
 if op == 'put_output' then

@@ -19,7 +19,7 @@ import pytest
 
 import harness.state as state_pkg
 from harness.state import READ_PATHS, WRITE_PATHS, StateBackend
-from harness.state.checks import StateEvicted, StateLimitError
+from harness.state.checks import SCOPE_COST, StateEvicted, StateLimitError
 from harness.state.limits import StateLimits, limit_names
 
 Make = Callable[..., StateBackend]
@@ -60,10 +60,15 @@ def assert_evicted(b: StateBackend, method: str, scope: str, i: int) -> None:
         assert read(b, method, scope, i) is None  # told once; then empty
 
 
-def cost(make: Make, method: str) -> tuple[int, int]:
+def cost(make: Make, method: str) -> int:
+    """The bytes one item of ``method`` is accounted as (without its session's cost)."""
     probe = make(BIG)
     write(probe, method, "probe", 0)
-    return probe.usage()
+    one, _ = probe.usage()
+    write(probe, method, "probe", 1)
+    two, _ = probe.usage()
+    assert one - (two - one) == SCOPE_COST
+    return two - one
 
 
 # -- the walk -------------------------------------------------------------------------------
@@ -167,7 +172,7 @@ def session_cache_entries(make: Make, method: str) -> None:
 
 
 def session_cache_bytes(make: Make, method: str) -> None:
-    one, _ = cost(make, method)
+    one = cost(make, method)
     b = make(replace(BIG, session_cache_bytes=3 * one))
     for i in range(3):
         write(b, method, "s", i)
@@ -176,7 +181,7 @@ def session_cache_bytes(make: Make, method: str) -> None:
     write(b, method, "t", 3)  # another session has its own
     b.cache_clear("s")
     write(b, method, "s", 3)
-    assert b.usage() == (2 * one, 2)
+    assert b.usage() == (2 * one + 2 * SCOPE_COST, 2)
 
 
 def output_bytes(make: Make, method: str) -> None:
@@ -184,15 +189,15 @@ def output_bytes(make: Make, method: str) -> None:
     with pytest.raises(StateLimitError, match="1001 bytes is over the limit of one kept output"):
         b.put_output("s", "out-1", b"x" * 996)
     b.put_output("s", "out-1", b"x" * 995)
-    assert b.usage() == (1000, 1)
+    assert b.usage() == (1000 + SCOPE_COST, 1)
 
 
 def session_output_bytes(make: Make, method: str) -> None:
-    one, _ = cost(make, method)
+    one = cost(make, method)
     b = make(replace(BIG, session_output_bytes=3 * one))
     for i in range(5):
         write(b, method, "s", i)
-        assert b.usage()[0] <= 3 * one
+        assert b.usage()[0] <= 3 * one + SCOPE_COST
     assert_evicted(b, method, "s", 0)  # the oldest outputs of the session were dropped
     assert_evicted(b, method, "s", 1)
     assert read(b, method, "s", 4) is not None
@@ -234,18 +239,32 @@ def _server_cap(make: Make, method: str, limits: StateLimits) -> StateBackend:
 
 
 def max_bytes(make: Make, method: str) -> None:
-    one, _ = cost(make, method)
-    b = _server_cap(make, method, replace(BIG, max_bytes=10 * one))
+    one = cost(make, method)
+    _server_cap(make, method, replace(BIG, max_bytes=10 * one + 2 * SCOPE_COST))
     # One session alone over the cap: its own oldest outputs go, anything else is refused.
-    for i in range(6, 11):
-        if method == "put_output":
-            write(b, method, "new", i)
-        elif i == 10:
-            with pytest.raises(StateLimitError, match="the server's session state is full"):
-                write(b, method, "new", i)
-        else:
-            write(b, method, "new", i)
-    assert b.usage()[0] <= 10 * one
+    b = make(replace(BIG, max_bytes=3 * one + SCOPE_COST))
+    for i in range(3):
+        write(b, method, "s", i)
+    if method == "put_output":
+        write(b, method, "s", 3)
+        assert_evicted(b, method, "s", 0)
+    else:
+        with pytest.raises(StateLimitError, match="the server's session state is full"):
+            write(b, method, "s", 3)
+    assert b.usage() == (3 * one + SCOPE_COST, 3)
+    many_small_sessions(make, method)
+
+
+def many_small_sessions(make: Make, method: str) -> None:
+    """Sessions holding one tiny item each are accounted SCOPE_COST each: their number
+    is bounded by the byte cap too."""
+    one = cost(make, method)
+    b = make(replace(BIG, max_bytes=5 * (one + SCOPE_COST)))
+    for i in range(8):
+        write(b, method, f"s{i}", 0)
+        assert b.usage()[0] <= 5 * (one + SCOPE_COST)
+    assert b.usage()[1] == 5
+    assert_evicted(b, method, "s0", 0)
 
 
 def max_items(make: Make, method: str) -> None:
@@ -253,8 +272,8 @@ def max_items(make: Make, method: str) -> None:
 
 
 def evicted_memory(make: Make, method: str) -> None:
-    one, _ = cost(make, method)
-    b = make(replace(BIG, max_bytes=2 * one, evicted_memory=1))
+    one = cost(make, method)
+    b = make(replace(BIG, max_bytes=2 * (one + SCOPE_COST), evicted_memory=1))
     write(b, method, "a", 0)
     write(b, method, "b", 0)
     write(b, method, "c", 0)  # evicts a
