@@ -44,9 +44,9 @@ class RedisBackend:
     ) -> None:
         try:
             import redis
-        except ImportError as exc:  # pragma: no cover - installed with harness[redis]
+        except ImportError as exc:  # pragma: no cover - installed with harness-md[redis]
             raise StateError(
-                "state.backend redis needs redis-py: pip install 'harness[redis]'"
+                "state.backend redis needs redis-py: pip install 'harness-md[redis]'"
             ) from exc
         self.url = url
         self.ns = namespace
