@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.artifacts.problems import Problem, a_type, as_json, suggest
+from harness.state.limits import DEFAULT as STATE
+from harness.state.limits import config_problems as state_problems
 
 ALWAYS_PROTECTED = (".harness", "harness.md", ".git")
 DEFAULT_ENV = ("PATH", "HOME", "LANG", "TERM")
@@ -77,6 +79,11 @@ class StateConfig:
     url: str | None = None  # redis://host:port/db (backend: redis)
     namespace: str = "harness"  # key prefix in Redis: replicas of one service share it
     spill_ttl_s: int = 3600  # seconds a read_output ref stays readable
+    # Bounds of every session's state together and of one (harness/state/limits.py).
+    max_bytes: int = STATE.max_bytes  # past it, least recently used sessions are evicted
+    max_keys: int = STATE.max_items  # cache entries + counters + outputs, all sessions
+    max_session_bytes: int = STATE.session_cache_bytes  # one session's cache
+    value_ttl_s: int = int(STATE.value_ttl_s)  # an idle session's state is dropped
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -439,6 +446,9 @@ def _section(
                 "fixed",
             )
             section = ClockConfig()
+    if key == "state":
+        for name, why in state_problems(section):
+            yield ConfigFinding(key, why, name)
     if key == "fs":
         # docs/spec.md §8.2: fs.protected can add paths, never remove the built-in ones.
         extra = tuple(p for p in section.protected if p not in ALWAYS_PROTECTED)

@@ -55,6 +55,7 @@ from harness.session import Session
 from harness.session_tools import TOOL_SEARCH
 from harness.state import StateBackend, open_backend
 from harness.state.cache import BackendCache, BackendMetrics
+from harness.state.limits import from_config
 from harness.state.spills import SpillStore
 
 log = logging.getLogger("harness.serve")
@@ -212,9 +213,13 @@ class HarnessMCPServer:
         self.backend = (
             backend
             if backend is not None
-            else open_backend(state.backend, state.url, namespace=state.namespace)
+            else open_backend(
+                state.backend, state.url, namespace=state.namespace, limits=from_config(state)
+            )
         )
-        self.shared_cache = state.backend != "memory"
+        # Every session's cache and metrics live in the backend (either kind), under its
+        # server-wide limits (issue 22 item 5).
+        self.shared_cache = True
         self.spills = SpillStore(self.backend, ttl_s=float(state.spill_ttl_s))
         self.clients: dict[Any, Client] = {}
         self._listeners: dict[str, ListenHandler] = {}

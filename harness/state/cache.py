@@ -1,28 +1,31 @@
-"""``cache`` values and ``metrics`` counters kept in a state backend (shared by replicas).
+"""``cache`` values and ``metrics`` counters of one client scope, kept in a state backend.
 
 Both are scoped like spilled outputs: to the auth identity of the client (or its
-connection). The per-value size limit is the one of the in-process cache; the limit on
-metric names is the one of the in-process :class:`MetricsStore`.
+connection). Every limit is the backend's (:class:`~harness.state.limits.StateLimits`),
+the same for the memory and the redis backend; these classes only turn values into
+JSON text and a backend failure into the error a script sees.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from harness.errors import BuiltinError
-from harness.runtime.builtins.cache import encoded_size
-from harness.runtime.builtins.session_state import MAX_METRICS
 from harness.state import StateBackend
 
 T = TypeVar("T")
 
 
-def scope_tag(scope: str) -> str:
-    """A fixed-length, key-safe tag for a client scope (identities may hold anything)."""
-    return hashlib.sha256(scope.encode("utf-8")).hexdigest()[:24]
+def encode(key: str, value: Any) -> str:
+    """``value`` as compact JSON text; raises BuiltinError if not JSON-compatible."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise BuiltinError(
+            f"cache.set: value for {key[:80]!r} is not JSON-compatible: {exc}"
+        ) from None
 
 
 def _guard(what: str, fn: Callable[[], T]) -> T:
@@ -37,67 +40,49 @@ def _guard(what: str, fn: Callable[[], T]) -> T:
 class BackendCache:
     def __init__(self, backend: StateBackend, scope: str) -> None:
         self._backend = backend
-        self._prefix = "cache:" + scope_tag(scope) + ":"
+        self._scope = scope
 
     def get(self, key: str, default: Any = None) -> Any:
-        raw = _guard("cache.get", lambda: self._backend.get_value(self._prefix + key))
+        raw = _guard("cache.get", lambda: self._backend.cache_get(self._scope, key))
         return default if raw is None else json.loads(raw)
 
     def set(self, key: str, value: Any) -> None:
-        encoded_size(key, value)  # JSON-compatible and within the per-value limit
-        encoded = json.dumps(value, separators=(",", ":"))
-        _guard("cache.set", lambda: self._backend.set_value(self._prefix + key, encoded))
+        encoded = encode(key, value)
+        _guard("cache.set", lambda: self._backend.cache_set(self._scope, key, encoded))
 
     def delete(self, key: str) -> bool:
-        return _guard("cache.delete", lambda: self._backend.delete_value(self._prefix + key))
+        return _guard("cache.delete", lambda: self._backend.cache_delete(self._scope, key))
 
     def has(self, key: str) -> bool:
-        return _guard("cache.has", lambda: self._backend.has_value(self._prefix + key))
+        return _guard("cache.has", lambda: self._backend.cache_has(self._scope, key))
 
     def clear(self) -> None:
-        _guard("cache.clear", lambda: self._backend.clear_values(self._prefix))
+        _guard("cache.clear", lambda: self._backend.cache_clear(self._scope))
 
 
 class BackendMetrics:
     """The ``metrics`` counters of one client scope, as backend counters."""
 
-    def __init__(self, backend: StateBackend, scope: str, max_names: int = MAX_METRICS) -> None:
+    def __init__(self, backend: StateBackend, scope: str) -> None:
         self._backend = backend
-        self._prefix = "metrics:" + scope_tag(scope) + ":"
-        self.max_names = max_names
-
-    def _room(self, fn: str, name: str) -> None:
-        if self._backend.get_counter(self._prefix + name) is not None:
-            return
-        if len(self._backend.snapshot_counters(self._prefix)) >= self.max_names:
-            raise BuiltinError(f"{fn}: this session already has {self.max_names} metrics")
+        self._scope = scope
 
     def incr(self, name: str, delta: int = 1) -> int:
-        def run() -> int:
-            self._room("metrics.incr", name)
-            return int(self._backend.incr(self._prefix + name, delta))
-
-        return _guard("metrics.incr", run)
+        return _guard("metrics.incr", lambda: self._backend.counter_incr(self._scope, name, delta))
 
     def set(self, name: str, value: int) -> int:
-        def run() -> int:
-            self._room("metrics.set", name)
-            self._backend.set_counter(self._prefix + name, value)
-            return value
-
-        return _guard("metrics.set", run)
+        _guard("metrics.set", lambda: self._backend.counter_set(self._scope, name, value))
+        return value
 
     def get(self, name: str) -> int:
-        value = _guard("metrics.get", lambda: self._backend.get_counter(self._prefix + name))
-        return 0 if value is None else int(value)
+        value = _guard("metrics.get", lambda: self._backend.counter_get(self._scope, name))
+        return 0 if value is None else value
 
     def reset(self, name: str = "") -> None:
         if name:
-            _guard("metrics.reset", lambda: self._backend.delete_counter(self._prefix + name))
+            _guard("metrics.reset", lambda: self._backend.counter_delete(self._scope, name))
         else:
-            _guard("metrics.reset", lambda: self._backend.reset_counters(self._prefix))
+            _guard("metrics.reset", lambda: self._backend.counter_reset(self._scope))
 
     def snapshot(self) -> dict[str, int]:
-        raw = _guard("metrics.snapshot", lambda: self._backend.snapshot_counters(self._prefix))
-        cut = len(self._prefix)
-        return {k[cut:]: int(v) for k, v in sorted(raw.items())}
+        return _guard("metrics.snapshot", lambda: self._backend.counter_snapshot(self._scope))

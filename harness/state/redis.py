@@ -1,8 +1,10 @@
 """The Redis state backend (``state: {backend: redis, url: ...}``), on redis-py.
 
-Keys live under ``<namespace>:``: ``spill:<scope>:<ref>`` (expiring strings),
-``value:<key>`` (cache values, JSON text), and one hash ``counters``. Replicas of
-one service use the same namespace; two services sharing a Redis use two.
+Every operation is one call of the Lua script in redis_lua.py, atomic across the
+replicas that share the namespace, enforcing the same :class:`StateLimits` as the
+memory backend: the size of one input is checked here before it is sent (the same
+functions as memory.py), the rest in the script, whose refusal codes become the same
+errors (:func:`~harness.state.limits.refusal`). Every key has a TTL.
 """
 
 from __future__ import annotations
@@ -10,8 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 from harness.errors import HarnessError
-
-VALUE_TTL_S = 7 * 24 * 3600  # cache values not written for a week are dropped
+from harness.state.checks import (
+    BUILTIN,
+    COUNTER_COST,
+    SCOPE_COST,
+    check_cache_entry,
+    check_counter,
+    check_metric_name,
+    check_output,
+    refusal,
+    scope_tag,
+)
+from harness.state.limits import DEFAULT, StateLimits
+from harness.state.redis_lua import SCRIPT
 
 
 class StateError(HarnessError):
@@ -21,15 +34,23 @@ class StateError(HarnessError):
 
 
 class RedisBackend:
-    def __init__(self, url: str, *, namespace: str = "harness", client: Any | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        namespace: str = "harness",
+        client: Any | None = None,
+        limits: StateLimits = DEFAULT,
+    ) -> None:
         try:
             import redis
-        except ImportError as exc:  # pragma: no cover - installed with harness[redis]
+        except ImportError as exc:  # pragma: no cover - installed with harness-md[redis]
             raise StateError(
-                "state.backend redis needs redis-py: pip install 'harness[redis]'"
+                "state.backend redis needs redis-py: pip install 'harness-md[redis]'"
             ) from exc
         self.url = url
         self.ns = namespace
+        self.limits = limits
         self._r: Any = (
             client
             if client is not None
@@ -44,97 +65,97 @@ class RedisBackend:
                 f"state: cannot reach Redis at {_safe(url)}: {exc}; start it or "
                 "fix state.url in harness.md"
             ) from None
-        self._counters = f"{namespace}:counters"
+        self._script = self._r.register_script(SCRIPT)
+        lim = limits
+        self._limits_arg = ",".join(
+            str(int(v))
+            for v in (
+                lim.max_bytes,
+                lim.max_items,
+                lim.session_cache_entries,
+                lim.session_cache_bytes,
+                lim.session_metrics,
+                lim.session_output_bytes,
+                lim.spill_ms,
+                lim.value_ms,
+                lim.evicted_memory,
+                COUNTER_COST,
+                SCOPE_COST,
+            )
+        )
 
-    def _k(self, key: str) -> str:
-        return f"{self.ns}:{key}"
+    def _run(self, op: str, scope: str, *args: Any, ref: str = "") -> list[Any]:
+        reply = self._script(args=[op, self.ns, scope_tag(scope), self._limits_arg, *args])
+        status = reply[0].decode()
+        if status != "ok":
+            raise refusal(status, BUILTIN.get(op, op), self.limits, ref=ref)
+        return list(reply[1:])
 
-    # -- blobs ---------------------------------------------------------------------------
+    def usage(self) -> tuple[int, int]:
+        _, size, items = self._script(args=["usage", self.ns, "", self._limits_arg])
+        return int(size), int(items)
 
-    def put_blob(self, key: str, data: bytes, ttl_s: float) -> None:
-        self._r.set(self._k(key), data, px=max(1, int(ttl_s * 1000)))
+    # -- spilled outputs -----------------------------------------------------------------
 
-    def get_blob(self, key: str) -> bytes | None:
-        value = self._r.get(self._k(key))
-        return bytes(value) if value is not None else None
+    def put_output(self, scope: str, ref: str, data: bytes) -> None:
+        check_output(ref, data, self.limits)
+        self._run("put_output", scope, ref, data, ref=ref)
 
-    def delete_blob(self, key: str) -> None:
-        self._r.delete(self._k(key))
+    def get_output(self, scope: str, ref: str) -> bytes | None:
+        (data,) = self._run("get_output", scope, ref, ref=ref)
+        return None if data is None else bytes(data)
 
-    # -- values --------------------------------------------------------------------------
+    # -- cache values --------------------------------------------------------------------
 
-    def get_value(self, key: str) -> str | None:
-        value = self._r.get(self._k("value:" + key))
-        return value.decode("utf-8") if value is not None else None
+    def cache_get(self, scope: str, key: str) -> str | None:
+        (value,) = self._run("cache_get", scope, key)
+        return None if value is None else bytes(value).decode("utf-8")
 
-    def set_value(self, key: str, encoded: str) -> None:
-        self._r.set(self._k("value:" + key), encoded.encode("utf-8"), ex=VALUE_TTL_S)
+    def cache_set(self, scope: str, key: str, encoded: str) -> None:
+        check_cache_entry(key, encoded, self.limits)
+        self._run("cache_set", scope, key, encoded)
 
-    def delete_value(self, key: str) -> bool:
-        return bool(self._r.delete(self._k("value:" + key)))
+    def cache_delete(self, scope: str, key: str) -> bool:
+        (existed,) = self._run("cache_delete", scope, key)
+        return bool(existed)
 
-    def has_value(self, key: str) -> bool:
-        return bool(self._r.exists(self._k("value:" + key)))
+    def cache_has(self, scope: str, key: str) -> bool:
+        (found,) = self._run("cache_has", scope, key)
+        return bool(found)
 
-    def clear_values(self, prefix: str) -> None:
-        pattern = _glob_escape(self._k("value:" + prefix)) + "*"
-        batch: list[Any] = []
-        for key in self._r.scan_iter(match=pattern, count=500):
-            batch.append(key)
-            if len(batch) >= 500:
-                self._r.unlink(*batch)
-                batch.clear()
-        if batch:
-            self._r.unlink(*batch)
+    def cache_clear(self, scope: str) -> None:
+        self._run("cache_clear", scope)
 
     # -- counters ------------------------------------------------------------------------
 
-    def incr(self, name: str, by: float = 1) -> float:
-        if isinstance(by, int):  # exact 64-bit integers (metrics), not doubles
-            return int(self._r.hincrby(self._counters, name, by))
-        return _num(self._r.hincrbyfloat(self._counters, name, by))
+    def counter_incr(self, scope: str, name: str, by: int = 1) -> int:
+        check_metric_name("metrics.incr", name, self.limits)
+        check_counter("metrics.incr", by)
+        (value,) = self._run("counter_incr", scope, name, str(by))
+        return int(value)
 
-    def set_counter(self, name: str, value: float) -> None:
-        self._r.hset(
-            self._counters, name, str(value) if isinstance(value, int) else repr(float(value))
-        )
+    def counter_set(self, scope: str, name: str, value: int) -> None:
+        check_metric_name("metrics.set", name, self.limits)
+        check_counter("metrics.set", value)
+        self._run("counter_set", scope, name, str(value))
 
-    def get_counter(self, name: str) -> float | None:
-        value = self._r.hget(self._counters, name)
-        return None if value is None else _num(value)
+    def counter_get(self, scope: str, name: str) -> int | None:
+        (value,) = self._run("counter_get", scope, name)
+        return None if value is None else int(value)
 
-    def delete_counter(self, name: str) -> None:
-        self._r.hdel(self._counters, name)
+    def counter_delete(self, scope: str, name: str) -> None:
+        self._run("counter_delete", scope, name)
 
-    def reset_counters(self, prefix: str = "") -> None:
-        names = [
-            n
-            for n, _ in self._r.hscan_iter(
-                self._counters, match=_glob_escape(prefix) + "*", count=500
-            )
-        ]
-        if names:
-            self._r.hdel(self._counters, *names)
+    def counter_reset(self, scope: str) -> None:
+        self._run("counter_reset", scope)
 
-    def snapshot_counters(self, prefix: str = "") -> dict[str, float]:
-        raw = self._r.hscan_iter(self._counters, match=_glob_escape(prefix) + "*", count=500)
-        return {k.decode(): _num(v) for k, v in sorted(raw)}
+    def counter_snapshot(self, scope: str) -> dict[str, int]:
+        (flat,) = self._run("counter_snapshot", scope)
+        pairs = zip(flat[::2], flat[1::2], strict=True)
+        return {bytes(k).decode("utf-8"): int(v) for k, v in sorted(pairs)}
 
     def close(self) -> None:
         self._r.close()
-
-
-def _num(value: Any) -> float:
-    text = value.decode() if isinstance(value, bytes) else str(value)
-    if text.lstrip("-").isdigit():
-        return int(text)  # exact, beyond 2**53
-    number = float(text)
-    return int(number) if number.is_integer() else number
-
-
-def _glob_escape(text: str) -> str:
-    """``text`` as a literal in a Redis MATCH pattern."""
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def _safe(url: str) -> str:

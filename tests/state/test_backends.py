@@ -4,54 +4,41 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
 from harness.errors import BuiltinError
 from harness.state import StateBackend, open_backend
 from harness.state.cache import BackendCache, BackendMetrics
+from harness.state.limits import StateLimits
 from harness.state.redis import StateError
 from harness.state.spills import SpillStore
 
 
-@pytest.fixture(params=["memory", "redis"])
-def backend(request: pytest.FixtureRequest) -> Iterator[StateBackend]:
-    if request.param == "memory":
-        b = open_backend("memory")
-    else:
-        url = request.getfixturevalue("redis_url")
-        b = open_backend("redis", url, namespace=f"t-{uuid.uuid4().hex[:8]}")
-    try:
-        yield b
-    finally:
-        b.close()
-
-
-def test_blobs_expire(backend: StateBackend) -> None:
-    backend.put_blob("a", b"\x00data\xff", ttl_s=0.4)
-    backend.put_blob("b", b"kept", ttl_s=60)
-    assert backend.get_blob("a") == b"\x00data\xff"
-    time.sleep(0.6)
-    assert backend.get_blob("a") is None
-    assert backend.get_blob("b") == b"kept"
-    backend.delete_blob("b")
-    assert backend.get_blob("b") is None
+def test_outputs_expire(make: Callable[..., StateBackend]) -> None:
+    backend = make(StateLimits(spill_ttl_s=1.0))
+    backend.put_output("s", "out-a", b"\x00data\xff")
+    assert backend.get_output("s", "out-a") == b"\x00data\xff"
+    assert backend.get_output("t", "out-a") is None  # another scope
+    time.sleep(1.3)
+    assert backend.get_output("s", "out-a") is None
+    assert backend.usage() == (0, 0)
 
 
 def test_counters(backend: StateBackend) -> None:
-    assert backend.get_counter("calls") is None
-    assert backend.incr("calls") == 1
-    assert backend.incr("calls", 2) == 3
-    assert backend.incr("ms", 1.5) == 1.5
-    backend.set_counter("tool.echo", 7)
-    assert backend.get_counter("tool.echo") == 7
-    assert backend.snapshot_counters() == {"calls": 3, "ms": 1.5, "tool.echo": 7}
-    assert backend.snapshot_counters("tool.") == {"tool.echo": 7}
-    backend.reset_counters("tool.")
-    assert backend.snapshot_counters() == {"calls": 3, "ms": 1.5}
-    backend.reset_counters()
-    assert backend.snapshot_counters() == {}
+    assert backend.counter_get("s", "calls") is None
+    assert backend.counter_incr("s", "calls") == 1
+    assert backend.counter_incr("s", "calls", 2) == 3
+    backend.counter_set("s", "tool.echo", 7)
+    assert backend.counter_get("s", "tool.echo") == 7
+    assert backend.counter_snapshot("s") == {"calls": 3, "tool.echo": 7}
+    assert backend.counter_snapshot("other") == {}
+    backend.counter_delete("s", "tool.echo")
+    assert backend.counter_snapshot("s") == {"calls": 3}
+    backend.counter_reset("s")
+    assert backend.counter_snapshot("s") == {}
+    assert backend.usage() == (0, 0)
 
 
 def test_spill_refs_are_scoped_and_unguessable(backend: StateBackend) -> None:
@@ -92,7 +79,8 @@ def test_cache_has_clear_and_delete_answer_like_the_session_cache(backend: State
     assert b.get("k1") == 3  # another scope's values survive clear()
 
 
-def test_metrics_are_scoped_exact_and_bounded(backend: StateBackend) -> None:
+def test_metrics_are_scoped_exact_and_bounded(make: Callable[..., StateBackend]) -> None:
+    backend = make()
     a, b = BackendMetrics(backend, "token:alice"), BackendMetrics(backend, "token:bob")
     assert a.get("calls") == 0
     assert a.incr("calls") == 1
@@ -107,7 +95,7 @@ def test_metrics_are_scoped_exact_and_bounded(backend: StateBackend) -> None:
     a.reset()
     assert a.snapshot() == {}
     assert b.snapshot() == {"calls": 1}
-    small = BackendMetrics(backend, "token:carol", max_names=2)
+    small = BackendMetrics(make(StateLimits(session_metrics=2)), "token:carol")
     small.incr("one")
     small.incr("two")
     small.incr("two")  # an existing name is always fine

@@ -1,82 +1,63 @@
 """``cache.get/set/delete``: the per-session key/value store (docs/spec.md §7).
 
-The store itself lives with the session (:class:`MemoryCache`); under process
-isolation the worker receives a proxy with the same three methods.
+The store itself lives with the session (:class:`MemoryCache`, or the state backend
+of ``harness serve``); under process isolation the worker receives a proxy with the
+same methods.
 """
 
 from __future__ import annotations
 
-import json
-import threading
+from dataclasses import replace
 from typing import Any
 
 from harness.errors import BuiltinError
 from harness.runtime.context import CallContext
+from harness.state.cache import BackendCache, encode
+from harness.state.checks import check_cache_entry
+from harness.state.limits import DEFAULT
+from harness.state.memory import MemoryBackend
 
-MAX_ENTRIES = 10_000
-MAX_BYTES = 16 * 1024 * 1024
-MAX_VALUE_BYTES = 1024 * 1024
+# The limits are harness/state/limits.py's (one set for every store of session state).
+MAX_ENTRIES = DEFAULT.session_cache_entries
+MAX_BYTES = DEFAULT.session_cache_bytes
+MAX_VALUE_BYTES = DEFAULT.cache_value_bytes
 
 
 def encoded_size(key: str, value: Any) -> int:
-    """Bytes a value costs in the store; raises BuiltinError if not JSON-compatible."""
-    try:
-        size = len(json.dumps(value, separators=(",", ":"), allow_nan=False)) + len(key)
-    except (TypeError, ValueError) as exc:
-        raise BuiltinError(f"cache.set: value for {key!r} is not JSON-compatible: {exc}") from None
-    if size > MAX_VALUE_BYTES:
-        raise BuiltinError(
-            f"cache.set: value for {key!r} is {size} bytes; the limit is "
-            f"{MAX_VALUE_BYTES} bytes per value"
-        )
-    return size
+    """Bytes a value costs in the store; raises BuiltinError if not JSON-compatible or
+    over the per-value limit (checked in a worker before anything crosses the pipe)."""
+    return check_cache_entry(key, encode(key, value), DEFAULT)
 
 
-class MemoryCache:
-    """A bounded, thread-safe store of JSON values (copied in and out)."""
+class MemoryCache(BackendCache):
+    """One session's cache in a private memory backend: the same limits and messages as
+    the cache of ``harness serve`` sessions (either backend)."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
-        self._data: dict[str, tuple[str, int]] = {}
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
+        limits = replace(
+            DEFAULT,
+            session_cache_entries=max_entries,
+            session_cache_bytes=max_bytes,
+            max_bytes=max(max_bytes, DEFAULT.max_bytes),
+        )
+        super().__init__(MemoryBackend(limits), "session")
 
-    def get(self, key: str, default: Any = None) -> Any:
-        with self._lock:
-            item = self._data.get(key)
-        return default if item is None else json.loads(item[0])
+    @property
+    def max_entries(self) -> int:
+        return self._backend.limits.session_cache_entries
 
-    def set(self, key: str, value: Any) -> None:
-        size = encoded_size(key, value)
-        encoded = json.dumps(value, separators=(",", ":"))
-        with self._lock:
-            old = self._data.get(key)
-            new_total = self._bytes - (old[1] if old else 0) + size
-            if old is None and len(self._data) >= self.max_entries:
-                raise BuiltinError(
-                    f"cache.set: the session cache is full ({self.max_entries} keys)"
-                )
-            if new_total > self.max_bytes:
-                raise BuiltinError(f"cache.set: the session cache is full ({self.max_bytes} bytes)")
-            self._data[key] = (encoded, size)
-            self._bytes = new_total
+    @max_entries.setter
+    def max_entries(self, n: int) -> None:
+        self._backend.limits = replace(self._backend.limits, session_cache_entries=n)
 
-    def delete(self, key: str) -> bool:
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old:
-                self._bytes -= old[1]
-            return old is not None
+    @property
+    def max_bytes(self) -> int:
+        return self._backend.limits.session_cache_bytes
 
-    def has(self, key: str) -> bool:
-        with self._lock:
-            return key in self._data
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self._bytes = 0
+    @max_bytes.setter
+    def max_bytes(self, n: int) -> None:
+        lim = self._backend.limits
+        self._backend.limits = replace(lim, session_cache_bytes=n, max_bytes=max(n, lim.max_bytes))
 
 
 def _store(ctx: CallContext) -> Any:

@@ -16,14 +16,18 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from harness.errors import BuiltinError
 from harness.runtime.context import CallContext
+from harness.state.cache import BackendMetrics
+from harness.state.limits import DEFAULT
+from harness.state.memory import MemoryBackend
 
-MAX_METRICS = 10_000
-# Names are labels: bounded, so MAX_METRICS names stay small (second attack review).
-MAX_METRIC_NAME = 256
+# The limits are harness/state/limits.py's (one set for every store of session state).
+MAX_METRICS = DEFAULT.session_metrics
+MAX_METRIC_NAME = DEFAULT.metric_name_chars
 MAX_PAD_BYTES = 1024 * 1024
 
 
@@ -37,50 +41,20 @@ class Metrics(Protocol):
     def snapshot(self) -> dict[str, int]: ...
 
 
-class MetricsStore:
-    """Thread-safe counters in memory; at most MAX_METRICS names."""
+class MetricsStore(BackendMetrics):
+    """One session's counters in a private memory backend: the same limits and
+    messages as the metrics of ``harness serve`` sessions (either backend)."""
 
     def __init__(self, max_names: int = MAX_METRICS) -> None:
-        self._data: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self.max_names = max_names
+        super().__init__(MemoryBackend(replace(DEFAULT, session_metrics=max_names)), "session")
 
-    def _room(self, name: str) -> None:
-        if not isinstance(name, str) or len(name) > MAX_METRIC_NAME:
-            size = len(name) if isinstance(name, str) else type(name).__name__
-            raise BuiltinError(
-                f"metrics: a metric name has at most {MAX_METRIC_NAME} "
-                f"characters, got {size}; use a short label"
-            )
-        if name not in self._data and len(self._data) >= self.max_names:
-            raise BuiltinError(f"metrics: this session already has {self.max_names} metrics")
+    @property
+    def max_names(self) -> int:
+        return self._backend.limits.session_metrics
 
-    def incr(self, name: str, delta: int = 1) -> int:
-        with self._lock:
-            self._room(name)
-            total = self._data[name] = self._data.get(name, 0) + delta
-            return total
-
-    def set(self, name: str, value: int) -> int:
-        with self._lock:
-            self._room(name)
-            self._data[name] = value
-            return value
-
-    def get(self, name: str) -> int:
-        with self._lock:
-            return self._data.get(name, 0)
-
-    def reset(self, name: str = "") -> None:
-        with self._lock:
-            if name:
-                self._data.pop(name, None)
-            else:
-                self._data.clear()
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return dict(sorted(self._data.items()))
+    @max_names.setter
+    def max_names(self, n: int) -> None:
+        self._backend.limits = replace(self._backend.limits, session_metrics=n)
 
 
 class Scratchpad:
