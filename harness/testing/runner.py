@@ -386,20 +386,12 @@ class Runner:
                 ):
                     payload.setdefault(key, value)
 
-            def make_ctx(spec: Any) -> CallContext:
-                return CallContext(
-                    config=h.config,
-                    session_id=session.id,
-                    tool=spec.name,
-                    kind="hook",
-                    cache=session.cache,
-                    log=session.log,
-                )
-
             def record(_event: str, name: str, decision: str, reason: str, _ms: float) -> None:
                 seen.append((decision, reason))
 
-            out = HookChain([hook]).run(event, payload, h.runtime, make_ctx, on_decision=record)
+            out = HookChain([hook]).run(
+                event, payload, h.runtime, session.hook_context(), on_decision=record
+            )
         if out.failed:
             decision = "error"
         elif out.blocked_by is not None:
