@@ -31,6 +31,7 @@ from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.session import Session
 from harness.testing import expect as check
 from harness.testing.report import Outcome as Reported
+from harness.testing.settle import not_idempotent
 from harness.testing.spec import (
     Case,
     Setup,
@@ -389,9 +390,21 @@ class Runner:
             def record(_event: str, name: str, decision: str, reason: str, _ms: float) -> None:
                 seen.append((decision, reason))
 
-            out = HookChain([hook]).run(
-                event, payload, h.runtime, session.hook_context(), on_decision=record
-            )
+            chain = HookChain([hook])
+            out = chain.run(event, payload, h.runtime, session.hook_context(), on_decision=record)
+            twice = None
+            if event == "tool.pre" and not out.failed and any(d == "modify" for d, _ in seen):
+                # The settle rule: run again on its own output, it must change nothing.
+                again: list[tuple[str, str]] = []
+                rerun = chain.run(
+                    event,
+                    out.payload,
+                    h.runtime,
+                    session.hook_context(),
+                    on_decision=lambda _e, _n, d, r, _t: again.append((d, r)),
+                )
+                modified = any(d == "modify" for d, _ in again)
+                twice = not_idempotent(out.payload, rerun, "modify" if modified else "allow")
         if out.failed:
             decision = "error"
         elif out.blocked_by is not None:
@@ -401,6 +414,12 @@ class Runner:
         else:
             decision = "allow"
         failures = check.hook(case, decision, out.reason, dict(out.payload))
+        if twice is not None:
+            failures.append(
+                check.Failure(
+                    path=case.path, line=case.line, message=f'hook "{hook.name}": {twice}'
+                )
+            )
         return failures, [(hook.name, decision)], []
 
     def _discard(self, tmp: Path) -> None:

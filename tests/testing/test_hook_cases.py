@@ -96,3 +96,93 @@ def test_hook_cases_have_metrics_ctx_and_cache(tmp_path: Path, isolation: str) -
     code, out = run(root)
     assert code == 0, out
     assert "2 passed" in out, out
+
+
+# -- tool.pre modify run a second time on its own output -----------------------------------
+
+APPEND = """\
+---
+event: tool.pre
+script: |
+  def handle(event, payload):
+      args = dict(payload["arguments"])
+      args["command"] = args["command"] + " --dry-run"
+      return modify({"arguments": args})
+---
+Not idempotent: appends every time.
+"""
+APPEND_ONCE = """\
+---
+event: tool.pre
+script: |
+  def handle(event, payload):
+      args = dict(payload["arguments"])
+      if not args["command"].endswith(" --dry-run"):
+          args["command"] = args["command"] + " --dry-run"
+      return modify({"arguments": args})
+---
+Idempotent: appends once.
+"""
+FLAGS = """\
+---
+event: tool.pre
+script: |
+  def handle(event, payload):
+      args = dict(payload["arguments"])
+      args["flags"] = list(args.get("flags", [])) + ["-n"]
+      return modify({"arguments": args})
+---
+Not idempotent, in a nested list.
+"""
+FLIP = """\
+---
+event: tool.pre
+script: |
+  def handle(event, payload):
+      if payload["arguments"]["command"].startswith("safe "):
+          return block("already rewritten")
+      return modify({"arguments": {"command": "safe " + payload["arguments"]["command"]}})
+---
+Blocks its own output.
+"""
+IDEMPOTENCE_TESTS = """\
+---
+cases:
+  - name: append
+    hook: append
+    payload: {name: sh, arguments: {command: ls}}
+    expect: {decision: modify, payload: {arguments: {command: ls --dry-run}}}
+  - name: append once
+    hook: append_once
+    payload: {name: sh, arguments: {command: ls}}
+    expect: {decision: modify, payload: {arguments: {command: ls --dry-run}}}
+  - name: flags
+    hook: flags
+    payload: {name: sh, arguments: {command: ls}}
+    expect: {decision: modify}
+  - name: flip
+    hook: flip
+    payload: {name: sh, arguments: {command: ls}}
+    expect: {decision: modify}
+---
+"""
+
+
+def test_a_tool_pre_modify_that_is_not_idempotent_fails_its_case(tmp_path: Path) -> None:
+    hooks = {"append": APPEND, "append_once": APPEND_ONCE, "flags": FLAGS, "flip": FLIP}
+    root = project(tmp_path, hooks, IDEMPOTENCE_TESTS)
+    code, out = run(root)
+    assert code == 1, out
+    assert "4 cases: 1 passed, 3 failed" in out, out
+    assert (
+        'hook "append": modify is not idempotent: run again on its own output it changed '
+        'arguments.command ("ls --dry-run" -> "ls --dry-run --dry-run"); make the modify '
+        "idempotent (docs/hooks.md: the settle rule)"
+    ) in out, out
+    assert 'hook "flags": modify is not idempotent' in out and "arguments.flags" in out, out
+    assert (
+        'hook "flip": modify is not idempotent: run again on its own output it blocked: '
+        "already rewritten"
+    ) in out, out
+    assert 'hook "append_once"' not in out, out
+    assert "docs/hooks.md" in out, out
