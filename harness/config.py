@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from harness.artifacts.problems import Problem, a_type, as_json, suggest
+from harness.artifacts.problems import EXTENSION_PREFIX, Problem, a_type, as_json, suggest
 
 ALWAYS_PROTECTED = (".harness", "harness.md", ".git")
 DEFAULT_ENV = ("PATH", "HOME", "LANG", "TERM")
@@ -307,6 +307,7 @@ def section_schemas() -> dict[str, Any]:
         out[key] = {
             "type": ["object", "null"],
             "additionalProperties": False,
+            "patternProperties": {f"^{EXTENSION_PREFIX}": {}},
             "properties": {
                 f.name: _field_schema(key, f.name, getattr(section, f.name))
                 for f in fields(cls)
@@ -401,6 +402,9 @@ def _section(
     updates: dict[str, Any] = {}
     for name, value in raw.items():
         if name not in known:
+            if isinstance(name, str) and name.startswith(EXTENSION_PREFIX):
+                continue  # people's own metadata
+            # An error (issue 23): a misspelt setting silently keeps its default.
             yield ConfigFinding(
                 key,
                 f"unknown config key {key}.{name}"
@@ -408,7 +412,6 @@ def _section(
                 f"{', '.join(sorted(known))}",
                 name,
                 "config-unknown-key",
-                "warning",
             )
             continue
         coerced, msg = _coerce(key, name, getattr(section, name), value)
