@@ -97,6 +97,10 @@ class Session:
             )
         return out
 
+    def handles(self, event: str) -> bool:
+        """Whether any hook of this session's harness handles ``event``."""
+        return bool(self.harness.hook_chain.for_event(event))
+
     # -- CallEnv -----------------------------------------------------------------
 
     def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None:
