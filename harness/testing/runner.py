@@ -31,7 +31,7 @@ from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.session import Session
 from harness.testing import expect as check
 from harness.testing.report import Outcome as Reported
-from harness.testing.settle import not_idempotent
+from harness.testing.settle import SettleCheck, isolated, rerun
 from harness.testing.spec import (
     Case,
     Setup,
@@ -333,7 +333,9 @@ class Runner:
             inside(ws, rel)  # a directory made above cannot lead out either
             target.write_text(text, encoding="utf-8")
         project = replace(self.project, root=copy.resolve(), config=config)
-        return harness.Harness(project, runtime=self._runtime(config))
+        return harness.Harness(
+            project, runtime=self._runtime(config), chain=SettleCheck(project.hooks)
+        )
 
     def _runtime(self, config: Any) -> ScriptRuntime:
         key = (config.runtime.isolation, config.limits.memory_mb, config.limits.max_concurrency)
@@ -364,6 +366,11 @@ class Runner:
                 result = session.call(step.call, dict(step.args))
                 failures.extend(check.call(step, result, ws, case.path))
             decisions = list(session.decisions)
+        if isinstance(h.hook_chain, SettleCheck):
+            failures.extend(
+                check.Failure(path=case.path, line=case.line, message=f'hook "{name}": {why}')
+                for name, why in h.hook_chain.found.items()
+            )
         return failures, decisions, tools
 
     def _hook_case(
@@ -395,16 +402,7 @@ class Runner:
             twice = None
             if event == "tool.pre" and not out.failed and any(d == "modify" for d, _ in seen):
                 # The settle rule: run again on its own output, it must change nothing.
-                again: list[tuple[str, str]] = []
-                rerun = chain.run(
-                    event,
-                    out.payload,
-                    h.runtime,
-                    session.hook_context(),
-                    on_decision=lambda _e, _n, d, r, _t: again.append((d, r)),
-                )
-                modified = any(d == "modify" for d, _ in again)
-                twice = not_idempotent(out.payload, rerun, "modify" if modified else "allow")
+                twice = rerun(chain, out.payload, h.runtime, isolated(session.hook_context()))
         if out.failed:
             decision = "error"
         elif out.blocked_by is not None:

@@ -8,11 +8,18 @@ with "hooks do not settle". A hook case shows it at once, with the key that chan
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
-from harness.hooks import ALIASED_KEYS, ChainOutcome
+from harness.artifacts.model import HookSpec
+from harness.errors import BuiltinError
+from harness.hooks import ALIASED_KEYS, ChainOutcome, DecisionSink, HookChain, Recheck
+from harness.runtime.builtins.cache import MemoryCache
+from harness.runtime.builtins.session_state import MetricsStore, Scratchpad, serve
+from harness.runtime.context import CallContext, ScriptRuntime
 
 RULE = "make the modify idempotent (docs/hooks.md: the settle rule)"
 
@@ -59,3 +66,91 @@ def not_idempotent(first: Mapping[str, Any], again: ChainOutcome, decision: str)
         f"modify is not idempotent: run again on its own output it changed "
         f"{key} ({_show(old)} -> {_show(new)}){more}; {RULE}"
     )
+
+
+def rerun(
+    chain: HookChain,
+    payload: Mapping[str, Any],
+    runtime: ScriptRuntime,
+    make_ctx: Callable[[HookSpec], CallContext],
+    recheck: Recheck | None = None,
+) -> str | None:
+    """Run the one hook of ``chain`` on ``payload`` (its own output); why that breaks
+    the settle rule, or None."""
+    seen: list[str] = []
+    again = chain.run(
+        "tool.pre",
+        payload,
+        runtime,
+        make_ctx,
+        recheck,
+        lambda _e, _n, decision, _r, _t: seen.append(decision),
+    )
+    return not_idempotent(payload, again, "modify" if "modify" in seen else "allow")
+
+
+def isolated(make_ctx: Callable[[HookSpec], CallContext]) -> Callable[[HookSpec], CallContext]:
+    """Contexts like ``make_ctx``'s over a copy of the session state (cache, metrics,
+    ``ctx``): a second run for the check leaves what the case sees unchanged."""
+
+    def make(hook: HookSpec) -> CallContext:
+        ctx = make_ctx(hook)
+        metrics, pad = MetricsStore(), Scratchpad()
+        if ctx.host is not None:
+            with contextlib.suppress(BuiltinError):
+                for name, value in (ctx.host("metrics.snapshot", {}) or {}).items():
+                    metrics.set(name, value)
+            with contextlib.suppress(BuiltinError):
+                pad = Scratchpad(ctx.host("ctx.snapshot", {}) or {})
+
+        def host(method: str, payload: Mapping[str, Any]) -> Any:
+            if method.startswith(("metrics.", "ctx.")):
+                return serve(method, payload, metrics, pad)
+            raise BuiltinError(f"{method} is not available in this check")
+
+        cache = ctx.cache.copy() if isinstance(ctx.cache, MemoryCache) else MemoryCache()
+        return replace(ctx, cache=cache, host=host)
+
+    return make
+
+
+class SettleCheck(HookChain):
+    """The hook chain of a ``harness test`` case: after every ``tool.pre`` run that let
+    the call through, each hook that modified the arguments runs alone again on the
+    final payload, over a copy of the session state; what breaks the settle rule is
+    kept in :attr:`found` as hook name -> message, once per hook."""
+
+    def __init__(self, hooks: Iterable[HookSpec]) -> None:
+        hooks = tuple(hooks)
+        super().__init__(hooks)
+        self._single = {h.name: HookChain([h]) for h in hooks if h.event == "tool.pre"}
+        self.found: dict[str, str] = {}
+
+    def run(
+        self,
+        event: str,
+        payload: Mapping[str, Any],
+        runtime: ScriptRuntime,
+        make_ctx: Callable[[HookSpec], CallContext],
+        recheck: Recheck | None = None,
+        on_decision: DecisionSink | None = None,
+    ) -> ChainOutcome:
+        modified: list[str] = []
+
+        def spy(ev: str, name: str, decision: str, reason: str, took: float) -> None:
+            if decision == "modify":
+                modified.append(name)
+            if on_decision is not None:
+                on_decision(ev, name, decision, reason, took)
+
+        out = super().run(event, payload, runtime, make_ctx, recheck, spy)
+        if event != "tool.pre" or out.blocked_by is not None:
+            return out
+        for name in dict.fromkeys(modified):
+            single = self._single.get(name)
+            if single is None or name in self.found:
+                continue
+            why = rerun(single, out.payload, runtime, isolated(make_ctx), recheck)
+            if why is not None:
+                self.found[name] = why
+        return out

@@ -186,3 +186,89 @@ def test_a_tool_pre_modify_that_is_not_idempotent_fails_its_case(tmp_path: Path)
     ) in out, out
     assert 'hook "append_once"' not in out, out
     assert "docs/hooks.md" in out, out
+
+
+COUNTED_APPEND = """\
+---
+event: tool.pre
+script: |
+  def handle(event, payload):
+      metrics.incr("rewrites")
+      args = dict(payload["arguments"])
+      args["command"] = args["command"] + " --dry-run"
+      return modify({"arguments": args})
+---
+Not idempotent, and counts its rewrites.
+"""
+CALL_TESTS = """\
+---
+cases:
+  - name: once
+    call: sh
+    args: {command: ls}
+    expect: {value: ls --dry-run}
+  - name: twice
+    steps:
+      - call: sh
+        args: {command: ls}
+        expect: {value: ls --dry-run}
+      - call: sh
+        args: {command: pwd}
+        expect: {value: pwd --dry-run}
+---
+"""
+
+
+def test_call_cases_run_each_tool_pre_modify_again_on_the_arguments_it_made(
+    tmp_path: Path,
+) -> None:
+    root = project(tmp_path, {"counted_append": COUNTED_APPEND}, CALL_TESTS)
+    code, out = run(root)
+    assert code == 1, out
+    assert "2 cases: 0 passed, 2 failed" in out, out
+    assert out.count('hook "counted_append": modify is not idempotent') == 2, out
+    assert '("ls --dry-run" -> "ls --dry-run --dry-run")' in out, out
+    assert out.count("\n.harness/tests/t.md:") == 2, out  # nothing else failed
+
+
+NUMBERED = """\
+---
+event: tool.pre
+script: |
+  def handle(event, payload):
+      n = metrics.incr("rewrites")
+      cache.set("last", n)
+      args = dict(payload["arguments"])
+      if " #" not in args["command"]:
+          args["command"] = args["command"] + " #%d" % n
+      return modify({"arguments": args})
+---
+Idempotent, and numbers the calls it rewrites.
+"""
+NUMBERED_TESTS = """\
+---
+cases:
+  - name: numbered
+    steps:
+      - call: sh
+        args: {command: ls}
+        expect: {value: "ls #1"}
+      - call: sh
+        args: {command: pwd}
+        expect: {value: "pwd #2"}
+---
+"""
+
+
+def test_the_second_run_leaves_the_session_state_alone(tmp_path: Path) -> None:
+    # The check runs the hook again over a copy of metrics, cache and ctx: the steps see
+    # exactly what the real calls did ("pwd #2", not "pwd #3").
+    root = project(tmp_path, {"numbered": NUMBERED}, NUMBERED_TESTS)
+    code, out = run(root)
+    assert code == 0, out
+
+
+def test_call_cases_with_idempotent_hooks_pass(tmp_path: Path) -> None:
+    root = project(tmp_path, {"append_once": APPEND_ONCE}, CALL_TESTS)
+    code, out = run(root)
+    assert code == 0, out

@@ -78,6 +78,13 @@ class MemoryCache:
             self._data.clear()
             self._bytes = 0
 
+    def copy(self) -> MemoryCache:
+        """An independent store holding the same values (harness test's second runs)."""
+        out = MemoryCache(self.max_entries, self.max_bytes)
+        with self._lock:
+            out._data, out._bytes = dict(self._data), self._bytes
+        return out
+
 
 def _store(ctx: CallContext) -> Any:
     if ctx.cache is None:
