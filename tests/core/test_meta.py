@@ -138,3 +138,23 @@ def test_registration_hook_can_count_with_metrics_ctx_and_cache(
         assert "only 2 registrations per session (this is number 3)" in (r.error or "")
         assert s.metrics.get("registrations") == 3
         assert s.cache.get("seen") == 3
+
+
+def test_counting_registration_hook_in_worker_processes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The same hook with process isolation: its host runtime is a worker process, and
+    # metrics / ctx reach the session through the worker's host channel.
+    for kind, name, text in (("tools", "register", REGISTRAR), ("hooks", "gate", COUNTING_GATE)):
+        folder = tmp_path / ".harness" / kind
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.md").write_text(text.lstrip("\n"))
+    (tmp_path / "harness.md").write_text(
+        "---\nruntime: {isolation: process}\nmeta: {enabled: true, max_tools: 5}\n---\nHi.\n"
+    )
+    with harness.load(tmp_path) as h, h.session() as s:
+        for name in ("one", "two"):
+            assert s.call("register", {"name": name, "script": GOOD}).value == {
+                "name": name,
+                "registered": True,
+            }
+        r = s.call("register", {"name": "three", "script": GOOD})
+        assert r.is_error and "(this is number 3)" in (r.error or "")
