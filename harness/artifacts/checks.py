@@ -25,7 +25,13 @@ from harness.artifacts.params import (
     suggest,
     unknown_keywords,
 )
-from harness.artifacts.problems import EXTENSIONS, extensions_problem, json_path, own_metadata
+from harness.artifacts.problems import (
+    EXTENSIONS,
+    extensions_problem,
+    json_path,
+    origin_metadata,
+    own_metadata,
+)
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -192,6 +198,10 @@ def unknown_keys(entry: Entry, known: Iterable[str]) -> Iterator[Problem]:
         yield entry.problem((EXTENSIONS,), "field-type", f"{entry.label} {why}")
     for key in entry.data:
         if key in known or own_metadata(key):
+            continue
+        origin = origin_metadata(entry.label, key)
+        if origin is not None:
+            yield entry.problem((key,), "unknown-key", origin, "warning")
             continue
         text = str(key)
         if entry.body is not None:

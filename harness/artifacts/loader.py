@@ -21,7 +21,12 @@ from harness.artifacts.frontmatter import KeyLines, fatal, split
 from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec, hook_order
 from harness.artifacts.params import a_type, suggest
 from harness.artifacts.params import build as build_parameters
-from harness.artifacts.problems import EXTENSIONS, extensions_problem, own_metadata
+from harness.artifacts.problems import (
+    EXTENSIONS,
+    extensions_problem,
+    origin_metadata,
+    own_metadata,
+)
 from harness.config import KNOWN_KEYS, parse_config
 
 HARNESS_MD = "harness.md"
@@ -555,6 +560,19 @@ def top_level_keys(
         if key in known or own_metadata(key):
             continue
         line, column = lines.key((key,))
+        origin = origin_metadata(label, key)
+        if origin is not None:
+            out.append(
+                Problem(
+                    path=rel,
+                    line=line,
+                    column=column,
+                    severity="warning",
+                    code=code,
+                    message=origin,
+                )
+            )
+            continue
         hint = suggest(str(key), known)
         out.append(
             Problem(

@@ -121,3 +121,19 @@ def extensions_problem(data: Any) -> str | None:
         f"extensions must be a mapping of your own keys (extensions: {{owner: team}}), "
         f"got {a_type(value)}"
     )
+
+
+# ai-harness's typed-artifact metadata that changes nothing there either (its config
+# loader ignores it): a warning, not an error, so origin files keep loading. Its keys
+# that do change behaviour there (condition, depends_on, priority) stay errors.
+ORIGIN_METADATA = ("name", "type", "version", "author", "tags")
+
+
+def origin_metadata(label: str, key: Any) -> str | None:
+    """The warning for ai-harness metadata ``key`` of ``label``, or None for other keys."""
+    if key not in ORIGIN_METADATA:
+        return None
+    return (
+        f'{label} has ai-harness metadata "{key}", which harness does not read; rename it '
+        f'"x-{key}" or move it under extensions: (or delete it)'
+    )

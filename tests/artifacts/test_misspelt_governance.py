@@ -336,3 +336,28 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_repository_and_the_starter_validate(root: Path) -> None:
     code, out = validate(root)
     assert code == 0, out
+
+
+# -- ai-harness's typed metadata: not a typo, and nothing reads it in either tool -----------
+
+
+def test_origin_metadata_keys_warn_but_behavioural_ones_are_errors(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            ".harness/plugins/team.md": "---\nname: team-tools\ntype: plugin\nversion: 1.2.0\n"
+            "author: ops\ntags: [shell]\ntools:\n  - name: a\n    script: |\n"
+            "      def run(args):\n          return 1\n---\nTeam tools.\n",
+            ".harness/plugins/gated.md": "---\ntype: plugin\ncondition: 'turn > 2'\n"
+            "depends_on: [team-tools]\nhooks: []\n---\n",
+        },
+    )
+    problems = check_project(tmp_path).problems
+    team = [(p.line, p.severity) for p in problems if p.path.endswith("team.md")]
+    assert team == [(2, "warning"), (3, "warning"), (4, "warning"), (5, "warning"), (6, "warning")]
+    warn = next(p for p in problems if p.path.endswith("team.md") and p.line == 4)
+    assert 'ai-harness metadata "version"' in warn.message and "x-version" in warn.message
+    gated = [(p.line, p.severity) for p in problems if p.path.endswith("gated.md")]
+    assert gated == [(2, "warning"), (3, "error"), (4, "error")], problems
+    code, out = validate(tmp_path, "--strict")
+    assert code == 1 and "team.md:4:1: error:" in out, out
