@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_type_hints
 
 from harness.artifacts.problems import EXTENSION_PREFIX, Problem, a_type, as_json, suggest
 
@@ -136,6 +136,10 @@ _SECTIONS: dict[str, type] = {
     "clock": ClockConfig,
     "state": StateConfig,
 }
+# A section added to Config is a known harness.md key (parsed, checked) with no 2nd list.
+_SECTIONS.update(
+    {k: v for k, v in get_type_hints(Config).items() if isinstance(v, type) and is_dataclass(v)}
+)
 _CHOICES = {
     ("runtime", "isolation"): ("process", "inprocess"),
     ("exec", "sandbox"): ("auto", "required", "off"),
@@ -401,18 +405,15 @@ def _section(
     known = {f.name for f in fields(cls)} - set(_INTERNAL)
     updates: dict[str, Any] = {}
     for name, value in raw.items():
-        if name not in known:
-            if isinstance(name, str) and name.startswith(EXTENSION_PREFIX):
-                continue  # people's own metadata
-            # An error (issue 23): a misspelt setting silently keeps its default.
-            yield ConfigFinding(
-                key,
-                f"unknown config key {key}.{name}"
-                f"{suggest(name, sorted(known))}; known keys: "
-                f"{', '.join(sorted(known))}",
-                name,
-                "config-unknown-key",
-            )
+        if name not in known:  # an error (issue 23); x-...: people's own metadata
+            if not str(name).startswith(EXTENSION_PREFIX):
+                yield ConfigFinding(
+                    key,
+                    f"unknown config key {key}.{name}{suggest(name, sorted(known))}; "
+                    f"known keys: {', '.join(sorted(known))}",
+                    name,
+                    "config-unknown-key",
+                )
             continue
         coerced, msg = _coerce(key, name, getattr(section, name), value)
         if msg:

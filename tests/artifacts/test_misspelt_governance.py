@@ -361,3 +361,18 @@ def test_origin_metadata_keys_warn_but_behavioural_ones_are_errors(tmp_path: Pat
     assert gated == [(2, "warning"), (3, "error"), (4, "error")], problems
     code, out = validate(tmp_path, "--strict")
     assert code == 1 and "team.md:4:1: error:" in out, out
+
+
+def test_every_settings_section_of_config_is_a_known_key() -> None:
+    # Unknown keys are errors, so a section added to Config must be known without a
+    # second hand-kept list: KNOWN_KEYS, the parser and the schema derive from Config.
+    from dataclasses import fields, is_dataclass
+    from typing import get_type_hints
+
+    from harness.artifacts.published import frontmatter_schema
+    from harness.config import KNOWN_KEYS, Config
+
+    hints = get_type_hints(Config)
+    sections = {f.name for f in fields(Config) if is_dataclass(hints[f.name])}
+    assert sections and sections <= set(KNOWN_KEYS)
+    assert sections <= set(frontmatter_schema("harness")["properties"])
