@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_type_hints
 
-from harness.artifacts.problems import Problem, a_type, as_json, suggest
+from harness.artifacts.problems import EXTENSION_PREFIX, Problem, a_type, as_json, suggest
 from harness.state.limits import DEFAULT as STATE
 from harness.state.limits import config_problems as state_problems
 
@@ -143,6 +143,10 @@ _SECTIONS: dict[str, type] = {
     "clock": ClockConfig,
     "state": StateConfig,
 }
+# A section added to Config is a known harness.md key (parsed, checked) with no 2nd list.
+_SECTIONS.update(
+    {k: v for k, v in get_type_hints(Config).items() if isinstance(v, type) and is_dataclass(v)}
+)
 _CHOICES = {
     ("runtime", "isolation"): ("process", "inprocess"),
     ("exec", "sandbox"): ("auto", "required", "off"),
@@ -314,6 +318,7 @@ def section_schemas() -> dict[str, Any]:
         out[key] = {
             "type": ["object", "null"],
             "additionalProperties": False,
+            "patternProperties": {f"^{EXTENSION_PREFIX}": {}},
             "properties": {
                 f.name: _field_schema(key, f.name, getattr(section, f.name))
                 for f in fields(cls)
@@ -407,16 +412,15 @@ def _section(
     known = {f.name for f in fields(cls)} - set(_INTERNAL)
     updates: dict[str, Any] = {}
     for name, value in raw.items():
-        if name not in known:
-            yield ConfigFinding(
-                key,
-                f"unknown config key {key}.{name}"
-                f"{suggest(name, sorted(known))}; known keys: "
-                f"{', '.join(sorted(known))}",
-                name,
-                "config-unknown-key",
-                "warning",
-            )
+        if name not in known:  # an error (issue 23); x-...: people's own metadata
+            if not str(name).startswith(EXTENSION_PREFIX):
+                yield ConfigFinding(
+                    key,
+                    f"unknown config key {key}.{name}{suggest(name, sorted(known))}; "
+                    f"known keys: {', '.join(sorted(known))}",
+                    name,
+                    "config-unknown-key",
+                )
             continue
         coerced, msg = _coerce(key, name, getattr(section, name), value)
         if msg:
@@ -424,6 +428,11 @@ def _section(
         else:
             updates[name] = coerced
     section = replace(section, **updates)
+    return (yield from _section_rules(key, section, root))
+
+
+def _section_rules(key: str, section: Any, root: Path) -> Generator[ConfigFinding, None, Any]:
+    """The rules of particular sections, after their keys are coerced."""
     if key == "exec" and section.mounts:
         kept = []
         for entry in section.mounts:

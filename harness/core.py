@@ -55,7 +55,12 @@ def _make_runtime(project: Project) -> ScriptRuntime:
 class Harness:
     """The loaded tools and hooks of one root. Use :func:`load` to make one."""
 
-    def __init__(self, project: Project, runtime: ScriptRuntime | None = None) -> None:
+    def __init__(
+        self,
+        project: Project,
+        runtime: ScriptRuntime | None = None,
+        chain: HookChain | None = None,
+    ) -> None:
         self.project = project
         self.config = project.config
         self.root = project.root
@@ -63,7 +68,8 @@ class Harness:
         self._runtime_lock = threading.Lock()
         self._handlers: dict[str, Handler] = {}
         self._tools: dict[str, ToolSpec] = dict(project.tools)
-        self._chain = HookChain(project.hooks)
+        # ``chain``: the project's hooks compiled otherwise (harness test's SettleCheck).
+        self._chain = chain if chain is not None else HookChain(project.hooks)
         self._registry: Registry | None = None
         self._default: Session | None = None
         self._audit: AuditLog | None = None

@@ -97,6 +97,10 @@ class Session:
             )
         return out
 
+    def handles(self, event: str) -> bool:
+        """Whether any hook of this session's harness handles ``event``."""
+        return bool(self.harness.hook_chain.for_event(event))
+
     # -- CallEnv -----------------------------------------------------------------
 
     def log(self, level: str, message: str, fields: Mapping[str, Any]) -> None:
@@ -191,15 +195,11 @@ class Session:
             return result["value"]
         return result if (result or value is not None) else None
 
-    def _hook_ctx(self, hook: Any) -> CallContext:
-        return CallContext(
-            config=self.harness.config,
-            session_id=self.id,
-            tool=hook.name,
-            kind="hook",
-            cache=self.cache,
-            log=self.log,
-        )
+    def hook_context(self, pad: Scratchpad | None = None) -> Callable[[Any], CallContext]:
+        """Contexts for hooks this session runs outside a call (``meta.*`` hooks,
+        ``harness test`` hook cases): ``metrics``, ``ctx`` and ``cache`` work as in
+        any hook of the session; ``ctx`` is ``pad``, else the turn's, else a fresh one."""
+        return self._pad_ctx(pad or self.turn_pad or Scratchpad())
 
     def _pad_ctx(self, pad: Scratchpad) -> Callable[[Any], CallContext]:
         """Contexts for hooks fired by the session: ``ctx`` is ``pad``; no emit."""

@@ -107,7 +107,7 @@ def register_meta_tool(self: Any, p: Mapping[str, Any]) -> dict[str, Any]:
                 "replace": False,
             },
             self.harness.host_runtime,
-            self._hook_ctx,
+            self.hook_context(),
         )
         if out.blocked_by is not None:
             self.emit(

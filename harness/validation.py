@@ -64,7 +64,9 @@ Job = tuple[str, str, str]  # (relative path, path, kind)
 def check_project(root: Path | None = None, *, strict: bool = False) -> Project:
     """Load ``root`` (default: discovered from the current directory) and check everything.
 
-    ``strict`` turns unknown-key warnings into errors.
+    ``strict`` turns the remaining unknown-key warnings (schema keywords in parameters
+    and ``returns``, keys under ``annotations``) into errors; misspelt top-level and
+    settings keys are errors anyway.
     """
     global last_run
     root = find_root(Path.cwd()) if root is None else Path(root)

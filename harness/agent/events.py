@@ -31,6 +31,10 @@ from harness.results import ToolCall, ToolResult
 
 from .base import AgentError, Turn
 
+# Events whose hooks can refuse or rewrite the model's text: when one has a hook, text
+# reaches ``on_text`` (stdout in ``harness run``) only after they allowed it.
+TEXT_GATES = ("completion.post", "agent.stop", "turn.end")
+
 
 class HookBlockedError(AgentError):
     """A hook of an agent-loop event blocked (or failed closed)."""
@@ -56,6 +60,11 @@ class LoopHooks:
         self._end = getattr(session, "end_turn", None)
         self.turn = begin() if begin is not None else 1
         self.model = model
+        handles = getattr(session, "handles", None)
+        # True when a hook may refuse or rewrite text: the loop then holds it back.
+        self.gates_text = self._fire is not None and (
+            handles is None or any(handles(event) for event in TEXT_GATES)
+        )
 
     def _run(self, event: str, payload: Mapping[str, Any]) -> Any:
         if self._fire is None:

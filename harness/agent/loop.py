@@ -4,9 +4,11 @@
 
 Each round: send the conversation and the tool definitions (in the provider's own
 export format) to the model; stream its answer (text goes to ``on_text`` as it
-arrives); if it asked for tools, run them all with one ``call_many`` and append the
-results in call order with their call ids; repeat. A model that still asks for tools
-after ``limits.max_tool_calls_per_turn`` rounds raises :class:`RoundLimitError`.
+arrives, or, when a ``completion.post`` / ``agent.stop`` / ``turn.end`` hook exists, only
+after those hooks allowed it and as they left it); if it asked for tools, run them all
+with one ``call_many`` and append the results in call order with their call ids;
+repeat. A model that still asks for tools after ``limits.max_tool_calls_per_turn``
+rounds raises :class:`RoundLimitError`.
 
 The loop needs only a small slice of the tool side (:class:`ToolSide`): ``config``,
 ``system_prompt``, ``definitions(format=...)`` and ``session()`` whose sessions offer
@@ -250,6 +252,7 @@ class _Loop:
                     reason = hooks.agent_stop(turn, rounds, calls, results)
                     if reason is None:
                         text = hooks.turn_end(turn.text, rounds, calls, results, turn.usage)
+                        self._release(text)  # what the hooks allowed, as they left it
                         return AgentResult(
                             text=text,
                             rounds=rounds,
@@ -328,7 +331,18 @@ class _Loop:
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
         self.hooks.completion_post(turn, rounds)
+        if turn.calls:
+            self._release(turn.text)  # no agent.stop / turn.end for a turn that asks for tools
         return turn
+
+    def _sink(self) -> TextSink:
+        """Where streamed text goes: ``on_text`` as it arrives, or nowhere yet when a hook
+        may still refuse or rewrite it (:meth:`_release` then sends what they allowed)."""
+        return (lambda _piece: None) if self.hooks.gates_text else self.on_text
+
+    def _release(self, text: str) -> None:
+        if self.hooks.gates_text and text:
+            self.on_text(text)
 
     def _post(self, body: dict[str, Any]) -> Turn:
         adapter, url = self.adapter, self.adapter.url
@@ -338,7 +352,7 @@ class _Loop:
                     raise self._http_error(resp)
                 kind = resp.headers.get("content-type", "")
                 if "text/event-stream" in kind:
-                    return adapter.read_stream(iter_events(resp.iter_lines()), self.on_text)
+                    return adapter.read_stream(iter_events(resp.iter_lines()), self._sink())
                 raw = resp.read().decode("utf-8", "replace")
                 try:
                     data = json.loads(raw)
@@ -349,7 +363,7 @@ class _Loop:
                         status=resp.status_code,
                         body=raw,
                     ) from None
-                return adapter.read_json(data, self.on_text)
+                return adapter.read_json(data, self._sink())
         except httpx.TimeoutException as exc:
             raise ProviderError(f"{adapter.provider} request to {url} timed out: {exc}") from None
         except httpx.HTTPError as exc:

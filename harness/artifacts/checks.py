@@ -25,7 +25,13 @@ from harness.artifacts.params import (
     suggest,
     unknown_keywords,
 )
-from harness.artifacts.problems import json_path
+from harness.artifacts.problems import (
+    EXTENSIONS,
+    extensions_problem,
+    json_path,
+    origin_metadata,
+    own_metadata,
+)
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -183,10 +189,19 @@ class Entry:
 
 
 def unknown_keys(entry: Entry, known: Iterable[str]) -> Iterator[Problem]:
-    """Warn about each top-level key nobody reads, with a did-you-mean."""
+    """An error for each top-level key nobody reads, with a did-you-mean (issue 23: a
+    misspelt key changes what the artifact does). ``x-`` keys and ``extensions:`` are
+    people's own metadata."""
     known = tuple(known)
+    why = extensions_problem(entry.data)
+    if why is not None:
+        yield entry.problem((EXTENSIONS,), "field-type", f"{entry.label} {why}")
     for key in entry.data:
-        if key in known:
+        if key in known or own_metadata(key):
+            continue
+        origin = origin_metadata(entry.label, key)
+        if origin is not None:
+            yield entry.problem((key,), "unknown-key", origin, "warning")
             continue
         text = str(key)
         if entry.body is not None:
@@ -200,17 +215,14 @@ def unknown_keys(entry: Entry, known: Iterable[str]) -> Iterator[Problem]:
                     "unknown-key",
                     f"{entry.label} has unknown key "
                     f'"{text}"{hint if text != "description" else ""}; {body}',
-                    "warning",
                 )
                 continue
         hint = suggest(text, known)
         if hint:
             how = f"rename it{hint}"
         else:
-            how = f"known keys: {', '.join(known)}"
-        yield entry.problem(
-            (key,), "unknown-key", f'{entry.label} has unknown key "{text}"; {how}', "warning"
-        )
+            how = f"known keys: {', '.join(known)} (your own metadata: x-... or extensions:)"
+        yield entry.problem((key,), "unknown-key", f'{entry.label} has unknown key "{text}"; {how}')
 
 
 def _bool(entry: Entry, key: str, values: dict[str, Any], dest: str, errors: list[Problem]) -> None:

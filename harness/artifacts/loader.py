@@ -21,12 +21,20 @@ from harness.artifacts.frontmatter import KeyLines, fatal, split
 from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec, hook_order
 from harness.artifacts.params import a_type, suggest
 from harness.artifacts.params import build as build_parameters
+from harness.artifacts.problems import (
+    EXTENSIONS,
+    extensions_problem,
+    origin_metadata,
+    own_metadata,
+)
 from harness.config import KNOWN_KEYS, parse_config
 
 HARNESS_MD = "harness.md"
 DOT_HARNESS = ".harness"
 BUNDLE_DIRS = ("builtins", "plugins")
 _CONFIG_KEYS: tuple[str, ...] | None = None
+# ai-harness's names for the project file: never read (harness reads harness.md only).
+ORIGIN_CONFIG_FILES = ("harness.yaml", "harness.yml")
 
 
 def find_root(start: Path) -> Path:
@@ -38,6 +46,8 @@ def find_root(start: Path) -> Path:
     for candidate in (start, *start.parents):
         if (candidate / HARNESS_MD).is_file() or (candidate / DOT_HARNESS).is_dir():
             return candidate
+        if any((candidate / name).is_file() for name in ORIGIN_CONFIG_FILES):
+            return candidate  # load() reports it: harness reads harness.md
     return start
 
 
@@ -367,21 +377,9 @@ def _bundle(path: Path, rel: str, layer: str, problems: list[Problem]) -> list[E
                 message=f"bundle {rel} description must be a string, got {a_type(described)}",
             )
         )
-    for key in data:
-        if key not in checks.BUNDLE_KEYS:
-            line, column = lines.key((key,))
-            problems.append(
-                Problem(
-                    path=rel,
-                    line=line,
-                    column=column,
-                    severity="warning",
-                    code="unknown-key",
-                    message=f"bundle {rel} has unknown key "
-                    f'"{key}"{suggest(str(key), checks.BUNDLE_KEYS)}; known keys: '
-                    f"{', '.join(checks.BUNDLE_KEYS)}",
-                )
-            )
+    problems.extend(
+        top_level_keys(data, lines, rel, checks.BUNDLE_KEYS, f"bundle {rel}", "unknown-key")
+    )
     return list(_entries(data, lines, rel, layer, problems))
 
 
@@ -511,6 +509,84 @@ def _config_keys() -> tuple[str, ...]:
     return KNOWN_KEYS
 
 
+def origin_config_files(root: Path, have_md: bool) -> list[Problem]:
+    """``harness.yaml`` / ``harness.yml`` at the root: ai-harness's project file, which
+    harness never reads. An error without harness.md (every setting in it would be
+    silently ignored), a warning beside one."""
+    out = []
+    for name in ORIGIN_CONFIG_FILES:
+        if not (root / name).is_file():
+            continue
+        if have_md:
+            message = (
+                f"{name} is never read: harness reads its settings from harness.md only; "
+                f"move what {name} sets into the frontmatter of harness.md and delete {name}"
+            )
+        else:
+            message = (
+                f"{name} is never read: harness reads its settings from harness.md (YAML "
+                f"frontmatter between --- lines, then the system prompt); rename {name} to "
+                f"harness.md and put its content between --- lines"
+            )
+        out.append(
+            Problem(
+                path=name,
+                line=1,
+                column=1,
+                severity="warning" if have_md else "error",
+                code="config-file-name",
+                message=message,
+            )
+        )
+    return out
+
+
+def top_level_keys(
+    data: Mapping[str, Any],
+    lines: KeyLines,
+    rel: str,
+    known: tuple[str, ...],
+    label: str,
+    code: str,
+) -> list[Problem]:
+    """An error for each key of a bundle or of harness.md that harness does not read
+    (issue 23), with a did-you-mean; ``x-`` keys and ``extensions:`` are allowed."""
+    out = []
+    why = extensions_problem(data)
+    if why is not None:
+        line, column = lines.key((EXTENSIONS,))
+        out.append(Problem(path=rel, line=line, column=column, code="field-type", message=why))
+    for key in data:
+        if key in known or own_metadata(key):
+            continue
+        line, column = lines.key((key,))
+        origin = origin_metadata(label, key)
+        if origin is not None:
+            out.append(
+                Problem(
+                    path=rel,
+                    line=line,
+                    column=column,
+                    severity="warning",
+                    code=code,
+                    message=origin,
+                )
+            )
+            continue
+        hint = suggest(str(key), known)
+        out.append(
+            Problem(
+                path=rel,
+                line=line,
+                column=column,
+                code=code,
+                message=f'{label} has unknown key "{key}"{hint}; known keys: '
+                f"{', '.join(known)} (your own metadata: x-... or extensions:)",
+            )
+        )
+    return out
+
+
 def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded:  # noqa: C901
     """Load ``root``; return the project and the entry behind every spec.
 
@@ -551,25 +627,21 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded: 
             problems.extend(probs)
             if not fatal(probs):
                 problems.extend(fenced_yaml(raw, HARNESS_MD, config_data))
-            known = _config_keys()
-            for key in config_data:
-                if key not in known:
-                    line, column = config_lines.key((key,))
-                    problems.append(
-                        Problem(
-                            path=HARNESS_MD,
-                            line=line,
-                            column=column,
-                            severity="warning",
-                            code="config-unknown-key",
-                            message=f'harness.md has unknown key "{key}"'
-                            f"{suggest(str(key), known)}; known keys: {', '.join(known)}",
-                        )
-                    )
+            problems.extend(
+                top_level_keys(
+                    config_data,
+                    config_lines,
+                    HARNESS_MD,
+                    _config_keys(),
+                    "harness.md",
+                    "config-unknown-key",
+                )
+            )
             add(list(_entries(config_data, config_lines, HARNESS_MD, "inline", problems)), layered)
             server_entries = servers.inline_entries(
                 config_data.get("mcp_servers"), config_lines, HARNESS_MD, problems
             )
+    problems.extend(origin_config_files(root, hm.is_file()))
     config, cprobs = parse_config(config_data, root, HARNESS_MD, config_lines)
     problems.extend(cprobs)
 

@@ -198,6 +198,14 @@ def build(  # noqa: C901
         schema = {k: v for k, v in spec.items() if k != "required"}
         if not desc:
             schema.pop("description", None)
+        why = default_problem(schema) if ok else None
+        if why is not None:
+            err(
+                (*at, "default"),
+                "parameter-default-invalid",
+                f"{label} default {as_json(spec['default'])} does not match its own schema: "
+                f"{why}; every call that leaves it out would fail; fix the default or the schema",
+            )
         properties[name] = schema
         if req:
             required.append(name)
@@ -207,6 +215,22 @@ def build(  # noqa: C901
             )
     schema_out = {"type": "object", "properties": properties, "required": required}
     return tuple(params), schema_out, problems
+
+
+def default_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why a parameter's ``default`` breaks the rest of its own schema, or None (no
+    default, a match, or a schema that does not compile: reported on its own)."""
+    if "default" not in schema:
+        return None
+    import jsonschema_rs
+
+    rest = {k: v for k, v in schema.items() if k != "default"}
+    try:
+        validator = jsonschema_rs.validator_for(rest, retriever=_refuse_remote)
+        first = next(iter(validator.iter_errors(schema["default"])), None)
+    except Exception:  # noqa: BLE001 - a schema that does not compile has its own problem
+        return None
+    return None if first is None else str(first.message)
 
 
 def looks_like_prose(key: Any, value: Any) -> bool:

@@ -90,3 +90,50 @@ def unknown_tool_message(name: str, available: Iterable[str]) -> str:
     match = closest(name, names)
     hint = f'; did you mean "{match}"?' if match is not None else ""
     return f'unknown tool "{name}"; available: {", ".join(names) or "(none)"}{hint}'
+
+
+# People's own metadata in any frontmatter (issue 23): a key starting with ``x-``, or
+# the ``extensions:`` map. Every other key harness does not read is an error.
+EXTENSIONS = "extensions"
+EXTENSION_PREFIX = "x-"
+# What the published JSON Schemas add to every object whose keys harness checks.
+EXTENSION_SCHEMA: dict[str, Any] = {
+    "type": ["object", "null"],
+    "description": "Your own metadata: harness never reads it (keys starting with x- "
+    "are allowed too).",
+}
+EXTENSION_PATTERN: dict[str, Any] = {"^x-": {}}
+
+
+def own_metadata(key: Any) -> bool:
+    """True for a key left to people's own metadata (``x-...`` or ``extensions``)."""
+    return isinstance(key, str) and (key.startswith(EXTENSION_PREFIX) or key == EXTENSIONS)
+
+
+def extensions_problem(data: Any) -> str | None:
+    """Why ``data``'s ``extensions:`` value is refused, or None."""
+    if not isinstance(data, dict) or EXTENSIONS not in data:
+        return None
+    value = data[EXTENSIONS]
+    if value is None or isinstance(value, dict):
+        return None
+    return (
+        f"extensions must be a mapping of your own keys (extensions: {{owner: team}}), "
+        f"got {a_type(value)}"
+    )
+
+
+# ai-harness's typed-artifact metadata that changes nothing there either (its config
+# loader ignores it): a warning, not an error, so origin files keep loading. Its keys
+# that do change behaviour there (condition, depends_on, priority) stay errors.
+ORIGIN_METADATA = ("name", "type", "version", "author", "tags")
+
+
+def origin_metadata(label: str, key: Any) -> str | None:
+    """The warning for ai-harness metadata ``key`` of ``label``, or None for other keys."""
+    if key not in ORIGIN_METADATA:
+        return None
+    return (
+        f'{label} has ai-harness metadata "{key}", which harness does not read; rename it '
+        f'"x-{key}" or move it under extensions: (or delete it)'
+    )

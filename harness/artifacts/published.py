@@ -16,6 +16,7 @@ from harness.artifacts.checks import (
     TOOL_FIELDS,
 )
 from harness.artifacts.params import METASCHEMA_URI, parameter_schema
+from harness.artifacts.problems import EXTENSION_PATTERN, EXTENSION_SCHEMA, EXTENSIONS
 from harness.artifacts.servers import server_schema
 from harness.config import section_schemas
 
@@ -28,9 +29,11 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
     """
 
     def obj(fields: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+        # People's own metadata (x-... keys, extensions:) is allowed (issue 23).
         out: dict[str, Any] = {
             "type": "object",
-            "properties": dict(fields),
+            "properties": {**fields, EXTENSIONS: EXTENSION_SCHEMA},
+            "patternProperties": EXTENSION_PATTERN,
             "additionalProperties": False,
         }
         if required:

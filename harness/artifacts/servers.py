@@ -22,6 +22,7 @@ from harness.artifacts.model import (  # noqa: F401 - the specs: re-exported
     ToolSettings,
 )
 from harness.artifacts.params import a_type, suggest
+from harness.artifacts.problems import EXTENSION_PATTERN, EXTENSION_SCHEMA, EXTENSIONS
 
 SERVER_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
 ENV_REF_RE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -424,7 +425,9 @@ def server_schema() -> dict[str, Any]:
     return {
         "type": "object",
         "additionalProperties": False,
+        "patternProperties": EXTENSION_PATTERN,
         "properties": {
+            EXTENSIONS: EXTENSION_SCHEMA,
             "command": {
                 "type": ["array", "string"],
                 "items": {"type": "string", "minLength": 1},

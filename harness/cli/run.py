@@ -1,6 +1,8 @@
 """`harness run "PROMPT"` — drive a model with the project's tools (docs/spec.md §13).
 
-The answer is streamed to stdout as it arrives; one line per tool call goes to stderr.
+The answer is streamed to stdout as it arrives; when a ``completion.post``, ``agent.stop``
+or ``turn.end`` hook exists, it is printed only once those hooks allowed it, as they
+left it (docs/agent-loop.md). One line per tool call goes to stderr.
 Exit 0 when the model answered, 1 on a provider error or when the round limit was hit,
 2 on usage, load or model-settings errors.
 """

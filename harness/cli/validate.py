@@ -25,7 +25,12 @@ from harness.cli.common import CliError, resolve_root, root_option
     show_default=True,
     help="text for people, json for programs, github for Actions annotations.",
 )
-@click.option("--strict", is_flag=True, help="Treat unknown keys as errors, not warnings.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Also fail on the remaining unknown-key warnings (schema keywords in parameters "
+    "and returns, keys under annotations); misspelt keys are errors without it.",
+)
 @click.option(
     "--connect",
     is_flag=True,

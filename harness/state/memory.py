@@ -203,6 +203,12 @@ class MemoryBackend:
             s = self._enter(scope, "cache.get", consume=True, create=False)
             return None if s is None else s.cache.get(key)
 
+    def cache_items(self, scope: str) -> dict[str, str]:
+        """Every (key, encoded value) of a scope: a copy, for MemoryCache.copy."""
+        with self._lock:
+            s = self._scopes.get(scope)
+            return dict(s.cache) if s is not None else {}
+
     def cache_has(self, scope: str, key: str) -> bool:
         with self._lock:
             s = self._enter(scope, "cache.has", consume=True, create=False)

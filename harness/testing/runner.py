@@ -31,6 +31,7 @@ from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.session import Session
 from harness.testing import expect as check
 from harness.testing.report import Outcome as Reported
+from harness.testing.settle import SettleCheck, isolated, rerun
 from harness.testing.spec import (
     Case,
     Setup,
@@ -332,7 +333,9 @@ class Runner:
             inside(ws, rel)  # a directory made above cannot lead out either
             target.write_text(text, encoding="utf-8")
         project = replace(self.project, root=copy.resolve(), config=config)
-        return harness.Harness(project, runtime=self._runtime(config))
+        return harness.Harness(
+            project, runtime=self._runtime(config), chain=SettleCheck(project.hooks)
+        )
 
     def _runtime(self, config: Any) -> ScriptRuntime:
         key = (config.runtime.isolation, config.limits.memory_mb, config.limits.max_concurrency)
@@ -363,6 +366,11 @@ class Runner:
                 result = session.call(step.call, dict(step.args))
                 failures.extend(check.call(step, result, ws, case.path))
             decisions = list(session.decisions)
+        if isinstance(h.hook_chain, SettleCheck):
+            failures.extend(
+                check.Failure(path=case.path, line=case.line, message=f'hook "{name}": {why}')
+                for name, why in h.hook_chain.found.items()
+            )
         return failures, decisions, tools
 
     def _hook_case(
@@ -386,20 +394,15 @@ class Runner:
                 ):
                     payload.setdefault(key, value)
 
-            def make_ctx(spec: Any) -> CallContext:
-                return CallContext(
-                    config=h.config,
-                    session_id=session.id,
-                    tool=spec.name,
-                    kind="hook",
-                    cache=session.cache,
-                    log=session.log,
-                )
-
             def record(_event: str, name: str, decision: str, reason: str, _ms: float) -> None:
                 seen.append((decision, reason))
 
-            out = HookChain([hook]).run(event, payload, h.runtime, make_ctx, on_decision=record)
+            chain = HookChain([hook])
+            out = chain.run(event, payload, h.runtime, session.hook_context(), on_decision=record)
+            twice = None
+            if event == "tool.pre" and not out.failed and any(d == "modify" for d, _ in seen):
+                # The settle rule: run again on its own output, it must change nothing.
+                twice = rerun(chain, out.payload, h.runtime, isolated(session.hook_context()))
         if out.failed:
             decision = "error"
         elif out.blocked_by is not None:
@@ -409,6 +412,12 @@ class Runner:
         else:
             decision = "allow"
         failures = check.hook(case, decision, out.reason, dict(out.payload))
+        if twice is not None:
+            failures.append(
+                check.Failure(
+                    path=case.path, line=case.line, message=f'hook "{hook.name}": {twice}'
+                )
+            )
         return failures, [(hook.name, decision)], []
 
     def _discard(self, tmp: Path) -> None:

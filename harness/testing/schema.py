@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.artifacts.problems import EXTENSION_PATTERN, EXTENSION_SCHEMA, EXTENSIONS
 from harness.testing.evalspec import GRADES
 from harness.testing.spec import CALL_EXPECT, DECISIONS, HOOK_EXPECT
 
@@ -66,7 +67,13 @@ assert sorted(_CALL_EXPECT) == sorted(CALL_EXPECT) and sorted(_HOOK_EXPECT) == s
 
 
 def _obj(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    # People's own metadata (x-... keys, extensions:) is allowed wherever keys are checked.
+    out: dict[str, Any] = {
+        "type": "object",
+        "properties": {**props, EXTENSIONS: EXTENSION_SCHEMA},
+        "patternProperties": EXTENSION_PATTERN,
+        "additionalProperties": False,
+    }
     if required:
         out["required"] = list(required)
     return out

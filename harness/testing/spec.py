@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.artifacts.frontmatter import KeyLines, split
 from harness.artifacts.model import Problem, Project
-from harness.artifacts.problems import a_type, suggest
+from harness.artifacts.problems import EXTENSIONS, a_type, extensions_problem, own_metadata, suggest
 from harness.config import KNOWN_KEYS, parse_config
 
 TESTS_DIR = ".harness/tests"
@@ -134,15 +134,19 @@ class _Parser:
         self, where: tuple[Any, ...], data: Mapping[str, Any], known: Iterable[str], what: str
     ) -> None:
         known = sorted(known)
+        why = extensions_problem(data)
+        if why is not None:
+            self.add((*where, EXTENSIONS), "test-invalid", f"{what}: {why}")
         for key in data:
-            if key in known:
+            if key in known or own_metadata(key):
                 continue
             hint = suggest(key, known)
+            # An error (issue 23): a misspelt `expect:` would make a case check nothing.
             self.add(
                 (*where, key),
                 "test-unknown-key",
-                f'unknown key "{key}" in {what}{hint}; known keys: {", ".join(known)}',
-                "warning",
+                f'unknown key "{key}" in {what}{hint}; known keys: {", ".join(known)} '
+                "(your own metadata: x-... or extensions:)",
             )
 
     def mapping(self, where: tuple[Any, ...], value: Any, what: str) -> dict[str, Any]:
@@ -512,7 +516,6 @@ def check_config(tf: TestFile, root: Path) -> list[Problem]:
                     path=tf.path,
                     line=case.setup.config_line or case.line,
                     column=1,
-                    severity="warning",
                     code="test-unknown-key",
                     message=f'case "{case.name}": config key "{key}" cannot be '
                     f"overridden{suggest(key, KNOWN_KEYS)}; config: takes "

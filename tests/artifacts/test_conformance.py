@@ -44,7 +44,7 @@ CASES: dict[str, list[tuple[str, int, str, str, str]]] = {
             T,
             2,
             "unknown-key",
-            "warning",
+            "error",
             'tool "t" has unknown key "timeout_msec"; rename it (did you mean "timeout_ms"?)',
         )
     ],
@@ -216,13 +216,13 @@ CASES: dict[str, list[tuple[str, int, str, str, str]]] = {
             "error",
             "config limits.max_output_bytes must be an integer",
         ),
-        ("harness.md", 4, "config-unknown-key", "warning", '(did you mean "max_output_bytes"?)'),
+        ("harness.md", 4, "config-unknown-key", "error", '(did you mean "max_output_bytes"?)'),
         ("harness.md", 6, "config-invalid", "error", "config runtime.isolation must be one of"),
         (
             "harness.md",
             7,
             "config-unknown-key",
-            "warning",
+            "error",
             '"workspce" (did you mean "workspace"?)',
         ),
     ],
@@ -339,12 +339,15 @@ CASES: dict[str, list[tuple[str, int, str, str, str]]] = {
             "got an integer",
         ),
     ],
+    "param_unknown_keyword": [
+        (T, 3, "parameter-unknown-key", "warning", '"exmaple" (did you mean "examples"?)'),
+    ],
     "description_key": [
         (
             T,
             2,
             "unknown-key",
-            "warning",
+            "error",
             'tool "t" has unknown key "descripton" (did you mean "description"?); the description '
             "of a tool file is its Markdown body; move it there",
         ),
@@ -432,11 +435,16 @@ def test_cli_exit_code(case: str) -> None:
         assert f"{path}:{line}:" in result.output and f"[{code}]" in result.output
 
 
-def test_strict_turns_unknown_keys_into_errors() -> None:
-    lenient = check_project(FIXTURES / "unknown_key")
-    strict = check_project(FIXTURES / "unknown_key", strict=True)
+def test_unknown_keys_are_errors_and_strict_promotes_the_style_warnings() -> None:
+    # A misspelt top-level key is an error with or without --strict (issue 23) ...
+    for strict in (False, True):
+        found = check_project(FIXTURES / "unknown_key", strict=strict)
+        assert not found.ok and [p.severity for p in found.problems] == ["error"]
+    # ... --strict still turns the remaining style warnings (schema keywords) into errors.
+    lenient = check_project(FIXTURES / "param_unknown_keyword")
+    strict = check_project(FIXTURES / "param_unknown_keyword", strict=True)
     assert lenient.ok and not strict.ok
-    assert [p.severity for p in strict.problems] == ["error"]
+    assert [(p.code, p.severity) for p in strict.problems] == [("parameter-unknown-key", "error")]
 
 
 def test_good_project_contents() -> None:

@@ -81,7 +81,7 @@ def test_list_broken_project_prints_errors_on_stderr_exit_2(
     assert r.exit_code == 2
     assert r.stdout == ""
     lines = r.stderr.splitlines()
-    assert len(lines) == 3  # errors only, warnings left to `harness validate`
+    assert len(lines) == 4  # errors only (a misspelt key is one), warnings left to validate
     assert all(": error: " in line for line in lines)
     assert any(line.startswith("broken/.harness/tools/nodelim.md:1:1: error: ") for line in lines)
 

@@ -50,13 +50,13 @@ def test_warnings_pass_but_strict_fails(runner: CliRunner, project_copy) -> None
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert lines[-1] == "ok: 1 tool, 0 hooks, 1 warning"
-    assert lines[0].startswith("warn/.harness/tools/typo.md:2:1: warning: ")
-    assert '"timeout_msec"' in lines[0] and '"timeout_ms"' in lines[0]
+    assert lines[0].startswith("warn/.harness/tools/typo.md:3:22: warning: ")
+    assert '"exmaple"' in lines[0] and '"examples"' in lines[0]
 
     r = runner.invoke(cli, ["validate", "--root", "warn", "--strict"])
     assert r.exit_code == 1, r.output
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("warn/.harness/tools/typo.md:2:1: error: ")
+    assert lines[0].startswith("warn/.harness/tools/typo.md:3:22: error: ")
     assert lines[-1] == "1 error, 0 warnings in 1 file"
 
 
@@ -92,7 +92,7 @@ BROKEN = [
         "broken/.harness/tools/typo.md",
         2,
         1,
-        "warning",
+        "error",
         "unknown-key",
         'tool "typo" has unknown key "timeout_msec"; rename it (did you mean "timeout_ms"?)',
     ),
@@ -105,7 +105,7 @@ def test_broken_project_text(runner: CliRunner, project_copy) -> None:
     assert r.exit_code == 1, r.output
     assert r.stdout.splitlines() == [
         *(f"{p}:{ln}:{col}: {sev}: {msg} [{code}]" for p, ln, col, sev, code, msg in BROKEN),
-        "3 errors, 1 warning in 4 files",
+        "4 errors, 0 warnings in 4 files",
     ]
     assert r.stderr == ""
 
@@ -134,7 +134,7 @@ def test_broken_project_github(runner: CliRunner, project_copy) -> None:
             f"::{sev} file={p},line={ln},col={col}::{msg} [{code}]"
             for p, ln, col, sev, code, msg in BROKEN
         ),
-        "3 errors, 1 warning in 4 files",
+        "4 errors, 0 warnings in 4 files",
     ]
 
 

@@ -101,3 +101,60 @@ def test_registration_works_from_a_worker_process(tmp_path: object) -> None:
         r = s.call("register", {"name": "double", "script": GOOD})
         assert r.value == {"name": "double", "registered": True}, r
         assert s.call("double", {"x": 4}).value == 8
+
+
+COUNTING_GATE = """
+---
+event: meta.tool_register
+script: |
+  def handle(event, payload):
+      n = metrics.incr("registrations")
+      ctx.set("last", payload["name"])
+      cache.set("seen", cache.get("seen", 0) + 1)
+      if n > 2:
+          return block("only 2 registrations per session (this is number %d)" % n)
+      return allow()
+---
+Counts registrations with metrics, ctx and cache (issue 23 class 6).
+"""
+
+
+def test_registration_hook_can_count_with_metrics_ctx_and_cache(
+    make_harness: MakeHarness,
+) -> None:
+    # Before: metrics.* and ctx.* failed with "only available inside a session" in
+    # meta.tool_register hooks, so a counting hook blocked every registration.
+    h = make_harness(
+        tools={"register": REGISTRAR},
+        hooks={"gate": COUNTING_GATE},
+        config="meta: {enabled: true, max_tools: 5}\n",
+    )
+    with h.session() as s:
+        for name in ("one", "two"):
+            r = s.call("register", {"name": name, "script": GOOD})
+            assert r.value == {"name": name, "registered": True}, r
+        r = s.call("register", {"name": "three", "script": GOOD})
+        assert r.is_error
+        assert "only 2 registrations per session (this is number 3)" in (r.error or "")
+        assert s.metrics.get("registrations") == 3
+        assert s.cache.get("seen") == 3
+
+
+def test_counting_registration_hook_in_worker_processes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The same hook with process isolation: its host runtime is a worker process, and
+    # metrics / ctx reach the session through the worker's host channel.
+    for kind, name, text in (("tools", "register", REGISTRAR), ("hooks", "gate", COUNTING_GATE)):
+        folder = tmp_path / ".harness" / kind
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.md").write_text(text.lstrip("\n"))
+    (tmp_path / "harness.md").write_text(
+        "---\nruntime: {isolation: process}\nmeta: {enabled: true, max_tools: 5}\n---\nHi.\n"
+    )
+    with harness.load(tmp_path) as h, h.session() as s:
+        for name in ("one", "two"):
+            assert s.call("register", {"name": name, "script": GOOD}).value == {
+                "name": name,
+                "registered": True,
+            }
+        r = s.call("register", {"name": "three", "script": GOOD})
+        assert r.is_error and "(this is number 3)" in (r.error or "")

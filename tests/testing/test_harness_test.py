@@ -399,7 +399,7 @@ def test_validate_reports_test_file_problems(tmp_path: Path) -> None:
     out = result.output
     assert result.exit_code == 1, out
     t = ".harness/tests/t.md"
-    assert f'{t}:6:5: warning: unknown key "expct" in case 1 (did you mean "expect"?)' in out
+    assert f'{t}:6:5: error: unknown key "expct" in case 1 (did you mean "expect"?)' in out
     assert (
         f'{t}:7:1: error: case "b": unknown hook "prod_gaurd" (did you mean "prod_guard"?)' in out
     )
@@ -537,7 +537,7 @@ def test_adversarial_test_files_get_clear_errors(tmp_path: Path) -> None:
         "got -1" in out
     )
     assert (
-        f'{s}:7:1: warning: case "call echo #1": config key "tols" cannot be overridden '
+        f'{s}:7:1: error: case "call echo #1": config key "tols" cannot be overridden '
         '(did you mean "tools"?)' in out
     )
     assert f"{s}:11:14: error: expect.ok must be true or false" in out

@@ -88,7 +88,7 @@ def test_bad_declarations_name_file_and_line(tmp_path: Path) -> None:
     got = codes(p)
     assert (".harness/servers/both.md", 3, "error", "field-invalid") in got
     assert (".harness/servers/none.md", 1, "error", "server-transport") in got
-    assert (".harness/servers/none.md", 2, "warning", "unknown-key") in got
+    assert (".harness/servers/none.md", 2, "error", "unknown-key") in got
     assert (".harness/servers/hdr.md", 3, "error", "field-invalid") in got
     assert (".harness/servers/bad.name.md", 1, "error", "name-invalid") in got
     assert (".harness/servers/retry.md", 5, "error", "field-invalid") in got

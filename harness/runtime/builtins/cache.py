@@ -40,7 +40,8 @@ class MemoryCache(BackendCache):
             session_cache_bytes=max_bytes,
             max_bytes=max(max_bytes, DEFAULT.max_bytes),
         )
-        super().__init__(MemoryBackend(limits), "session")
+        self._memory = MemoryBackend(limits)
+        super().__init__(self._memory, "session")
 
     @property
     def max_entries(self) -> int:
@@ -58,6 +59,13 @@ class MemoryCache(BackendCache):
     def max_bytes(self, n: int) -> None:
         lim = self._backend.limits
         self._backend.limits = replace(lim, session_cache_bytes=n, max_bytes=max(n, lim.max_bytes))
+
+    def copy(self) -> MemoryCache:
+        """An independent store holding the same values (harness test's second runs)."""
+        out = MemoryCache(self.max_entries, self.max_bytes)
+        for key, encoded in self._memory.cache_items(self._scope).items():
+            out._memory.cache_set(out._scope, key, encoded)
+        return out
 
 
 def _store(ctx: CallContext) -> Any:
