@@ -3,8 +3,8 @@
 - Bearer tokens (``--auth-token-env NAME``): every request must carry
   ``Authorization: Bearer <token>``; tokens are compared in constant time. The
   variable may hold several tokens separated by commas: each is its own identity, and
-  spilled outputs are scoped to it. Required whenever the bind address is not a
-  loopback address.
+  spilled outputs, the cache and every ``Mcp-Session-Id`` are bound to it (another
+  identity presenting a session id gets the answer of an unknown one).
 - Host and Origin checks (DNS rebinding) on for every bind address: the Host must be
   the address served (or an ``--allowed-host``); a browser Origin must be this very
   server (scheme, host and port) or an ``--allowed-origin``. Requests without an
@@ -86,6 +86,7 @@ class BearerAuth:
     def __init__(self, app: ASGIApp, tokens: Sequence[str]) -> None:
         self.app = app
         self._tokens = [(t.encode("utf-8"), token_identity(t)) for t in tokens]
+        self._users = {identity: _principal(identity) for _, identity in self._tokens}
 
     def identify(self, header: bytes | None) -> str | None:
         if header is None or not header[:7].lower() == b"bearer ":
@@ -125,7 +126,19 @@ class BearerAuth:
             await send({"type": "http.response.body", "body": body})
             return
         scope[IDENTITY_KEY] = identity
+        # The SDK's session manager binds each Mcp-Session-Id to the principal of the
+        # request that opened it, and answers "Session not found" (404) for another
+        # one: the same answer as for an id that never existed (issue 22 item 4).
+        scope["user"] = self._users[identity]
         await self.app(scope, receive, send)
+
+
+def _principal(identity: str) -> Any:
+    """The SDK's authenticated user for ``identity`` (a token digest, never a token)."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token=identity, client_id=identity, scopes=[]))
 
 
 def identity_of(request: Any) -> str | None:

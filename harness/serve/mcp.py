@@ -266,6 +266,10 @@ class HarnessMCPServer:
         key = ("conn", id(connection) if connection is not None else 0)
         client = self.clients.get(key)
         if client is not None and not client.closed:
+            if identity is not None and client.session.scope != identity:
+                # The transport binds a session to its identity (serve/http.py); should
+                # a request of another one get here anyway, it never sees this client.
+                raise ValueError("Session not found")
             return client
         scope = identity or f"connection:{uuid.uuid4().hex}"
         client = Client(
