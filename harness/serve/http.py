@@ -80,6 +80,54 @@ def parse_tokens(raw: str, name: str) -> list[str]:
     return tokens
 
 
+def tokens_for(host: str, env_name: str | None, no_auth: bool) -> tuple[list[str], bool]:
+    """The bearer tokens an HTTP server on ``host`` requires, and whether they were
+    generated here (no ``--auth-token-env``): a token on every bind address unless
+    ``--no-auth``, which a non-loopback address refuses (issue 22 item 9)."""
+    import os
+    import secrets
+
+    if no_auth:
+        if env_name:
+            raise ServeError(
+                "--no-auth and --auth-token-env contradict each other; keep one of them"
+            )
+        if not is_loopback(host):
+            raise ServeError(
+                f"--no-auth is allowed on a loopback --host only (127.0.0.1, ::1, "
+                f"localhost), not {host}: anyone who can reach it could call every tool. "
+                "Drop --no-auth (a token is generated) or use --auth-token-env NAME"
+            )
+        log.warning("--no-auth: no bearer token; every local user can call every tool")
+        return [], False
+    if env_name:
+        raw = os.environ.get(env_name)
+        if raw is None:
+            raise ServeError(
+                f'--auth-token-env: the environment variable "{env_name}" '
+                "is not set; export it with the bearer token clients must send"
+            )
+        return parse_tokens(raw, env_name), False
+    return [secrets.token_urlsafe(32)], True
+
+
+def show_generated_token(token: str, host: str, port: int) -> None:
+    """Say, once, on stderr, the generated token and how clients send it."""
+    import sys
+
+    url_host = f"[{host}]" if ":" in host else host
+    sys.stderr.write(
+        "harness serve: no --auth-token-env given: clients must send this bearer token "
+        "(generated for this run, shown only here):\n"
+        f"    URL:    http://{url_host}:{port}/mcp\n"
+        f"    Header: Authorization: Bearer {token}\n"
+        "  e.g. an MCP client's headers setting, or curl -H 'Authorization: Bearer ...'. "
+        "Use --auth-token-env NAME for a token of your own, or --no-auth (loopback only) "
+        "for none.\n"
+    )
+    sys.stderr.flush()
+
+
 class BearerAuth:
     """ASGI middleware: refuse HTTP requests without a valid bearer token (401)."""
 
