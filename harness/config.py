@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.artifacts.problems import Problem, a_type, as_json, suggest
+from harness.config_serve import ServeConfig, serve_schema, serve_section
 
 ALWAYS_PROTECTED = (".harness", "harness.md", ".git")
 DEFAULT_ENV = ("PATH", "HOME", "LANG", "TERM")
@@ -118,6 +119,7 @@ class Config:
     # `env:` gives (harness test). Not a harness.md key.
     env_values: tuple[tuple[str, str], ...] = ()
     state: StateConfig = field(default_factory=StateConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)  # harness serve (config_serve.py)
     # Unknown argument names: "note" (the call runs, the result says so) or "strict".
     arguments: str = "note"
 
@@ -147,7 +149,7 @@ _ZERO_OK = ("max_timeout_ms",)
 # Dataclass fields that are not harness.md keys.
 _INTERNAL = ("problems",)
 # Keys of harness.md frontmatter that are not config sections.
-OTHER_KEYS = ("tools", "hooks", "workspace", "arguments", "mcp_servers")
+OTHER_KEYS = ("tools", "hooks", "workspace", "arguments", "mcp_servers", "serve")
 ARGUMENT_MODES = ("note", "strict")
 KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
 
@@ -313,7 +315,7 @@ def section_schemas() -> dict[str, Any]:
                 if f.name not in _INTERNAL
             },
         }
-    return out
+    return {**out, "serve": serve_schema()}
 
 
 class ConfigFinding(NamedTuple):
@@ -377,6 +379,9 @@ def _findings(
             yield ConfigFinding(key, f"config {key} must be a mapping, got {a_type(raw)}")
             continue
         values[key] = yield from _section(key, cls, raw, root)
+    if data.get("serve") is not None:
+        found = serve_section(data["serve"], lambda m, k: ConfigFinding("serve", m, k or None))
+        values["serve"] = yield from found
     if data.get("workspace") is not None:
         yield from _workspace(data["workspace"], root, values)
     if data.get("arguments") is not None:

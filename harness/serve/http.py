@@ -9,16 +9,13 @@
   the address served (or an ``--allowed-host``); a browser Origin must be this very
   server (scheme, host and port) or an ``--allowed-origin``. Requests without an
   Origin (every non-browser client) pass.
-- Connection limits: a client that does not finish sending its request headers
-  within ``header_timeout`` seconds is disconnected, and connections beyond
-  ``max_connections`` are closed as they arrive.
+- Connection limits: :mod:`harness.serve.connections`.
 - The listening socket is bound here, so a busy port is one clear error and
   ``--port 0`` resolves to the port actually chosen.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import ipaddress
@@ -34,6 +31,7 @@ from harness.errors import HarnessError
 log = logging.getLogger("harness.serve")
 
 IDENTITY_KEY = "harness.identity"
+GONE_KEY = "harness.gone"
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_MAX_CONNECTIONS = 512
 
@@ -146,6 +144,11 @@ class BearerAuth:
                 found = identity
         return found
 
+    def admits(self, headers: Sequence[tuple[bytes, bytes]]) -> bool:
+        """Whether request headers carry a valid token (serve/connections.py)."""
+        header = next((v for k, v in headers if k == b"authorization"), None)
+        return self.identify(header) is not None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -187,6 +190,47 @@ def _principal(identity: str) -> Any:
     from mcp.server.auth.provider import AccessToken
 
     return AuthenticatedUser(AccessToken(token=identity, client_id=identity, scopes=[]))
+
+
+class DisconnectWatch:
+    """ASGI middleware: put an :class:`anyio.Event` on each HTTP request's scope, set
+    once the server learns that the client closed the connection (``http.disconnect``
+    before the response ended). A tools/call of a 2025-era session is served apart
+    from the POST that carries it; this is how it learns that no one will read its
+    result, and is cancelled (serve/mcp.py)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        import anyio
+
+        gone = anyio.Event()
+        scope[GONE_KEY] = gone
+        ended = False
+
+        async def watched_send(message: MutableMapping[str, Any]) -> None:
+            nonlocal ended
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                ended = True
+            await send(message)
+
+        async def watched_receive() -> MutableMapping[str, Any]:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not ended:
+                gone.set()
+            return message
+
+        await self.app(scope, watched_receive, watched_send)
+
+
+def gone_event(ctx: Any) -> Any:
+    """The :class:`DisconnectWatch` event of the request a handler serves, or None."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    return scope.get(GONE_KEY) if isinstance(scope, dict) else None
 
 
 def identity_of(request: Any) -> str | None:
@@ -250,62 +294,3 @@ def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
         raise ServeError(f"cannot listen on {host}:{port}: {why}; {hint}") from None
     sock.set_inheritable(True)
     return sock
-
-
-def guarded_protocol(header_timeout: float, max_connections: int) -> type:  # noqa: C901
-    """uvicorn's h11 protocol with a header-read timeout and a connection cap.
-
-    uvicorn closes idle keep-alive connections, but not one that never finishes its
-    request headers (a half-open or slowloris client): such connections pile up
-    without limit. Here a connection must complete its headers within
-    ``header_timeout`` seconds of connecting (or of starting its next request), and
-    connections beyond ``max_connections`` are closed at once.
-    """
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class GuardedH11Protocol(H11Protocol):
-        _header_timer: asyncio.TimerHandle | None = None
-        _refused_logged = False
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            if len(self.connections) > max_connections:
-                if not GuardedH11Protocol._refused_logged:
-                    GuardedH11Protocol._refused_logged = True
-                    log.warning(
-                        "more than %d connections are open; closing new ones (--max-connections)",
-                        max_connections,
-                    )
-                transport.close()
-                return
-            self._arm_header_timer()
-
-        def _arm_header_timer(self) -> None:
-            if self._header_timer is None:
-                self._header_timer = self.loop.call_later(header_timeout, self._headers_late)
-
-        def _disarm_header_timer(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _headers_late(self) -> None:
-            self._header_timer = None
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self.transport.close()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self.transport.is_closing():
-                self._disarm_header_timer()
-            elif self.conn.their_state is h11.IDLE:
-                self._arm_header_timer()  # part of a request's headers: the clock runs
-            else:
-                self._disarm_header_timer()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm_header_timer()
-            super().connection_lost(exc)
-
-    return GuardedH11Protocol
