@@ -18,7 +18,9 @@ from pathlib import Path
 
 import anyio
 import httpx
+import pytest
 from serve_helpers import (
+    ERAS,
     MODERN,
     add_sleeper,
     era_client,
@@ -88,7 +90,8 @@ def test_half_open_flood_does_not_starve_authenticated_clients(project: Path) ->
 
 
 def test_one_identity_slow_calls_do_not_block_another(project: Path) -> None:
-    """A fills the worker pool with slow calls; B's echo is answered while they run."""
+    """A sends twice as many slow calls as there are workers; B's echo is answered
+    while they run (before: it waited for one of A's calls to end)."""
     add_sleeper(project)
     _set(
         project,
@@ -104,15 +107,18 @@ def test_one_identity_slow_calls_do_not_block_another(project: Path) -> None:
         async with http_server(project, *AUTH, env=ENV) as url:
             async with era_client(url, MODERN, headers=a_headers) as a:
                 async with anyio.create_task_group() as tg:
-                    for _ in range(4):
+                    for _ in range(8):  # twice the worker pool
                         tg.start_soon(a.call_tool, "sleeper", {"marker": marker})
-                    with anyio.fail_after(60):  # A's calls are all running or queued
-                        while not processes_with(f"sleep {marker}"):
+                    with anyio.fail_after(60):  # A's calls have taken their workers
+                        while len(processes_with(f"sleep {marker}")) < 2:
                             await anyio.sleep(0.05)
                         await anyio.sleep(1.0)
-                    async with era_client(url, MODERN, headers=b_headers) as b:
-                        ok = await b.call_tool("echo", {"text": "not starved"})
-                        assert ok.structured_content == {"echo": "not starved"}, tool_text(ok)
+                    # Without the limit B waits until one of A's calls ends at its 60 s
+                    # timeout, and A's commands are gone by the check below.
+                    with anyio.fail_after(120):
+                        async with era_client(url, MODERN, headers=b_headers) as b:
+                            ok = await b.call_tool("echo", {"text": "not starved"})
+                    assert ok.structured_content == {"echo": "not starved"}, tool_text(ok)
                     # B was answered while A's calls were still running.
                     assert processes_with(f"sleep {marker}")
                     tg.cancel_scope.cancel()
@@ -158,7 +164,8 @@ def test_a_call_whose_client_went_away_is_cancelled(project: Path) -> None:
     anyio.run(go)
 
 
-def test_rate_limit_per_identity(project: Path) -> None:
+@pytest.mark.parametrize("mode", ERAS)
+def test_rate_limit_per_identity(project: Path, mode: str) -> None:
     _set(
         project,
         "runtime: {isolation: inprocess}",
@@ -169,7 +176,7 @@ def test_rate_limit_per_identity(project: Path) -> None:
 
     async def go() -> None:
         async with http_server(project, *AUTH, env=ENV) as url:
-            async with era_client(url, MODERN, headers=a_headers) as a:
+            async with era_client(url, mode, headers=a_headers) as a:
                 for i in range(3):
                     ok = await a.call_tool("echo", {"text": str(i)})
                     assert ok.is_error is False, tool_text(ok)
@@ -177,7 +184,7 @@ def test_rate_limit_per_identity(project: Path) -> None:
                 assert over.is_error is True
                 assert "serve.rate_limit" in tool_text(over) and "3" in tool_text(over)
             # Another identity has its own allowance.
-            async with era_client(url, MODERN, headers=b_headers) as b:
+            async with era_client(url, mode, headers=b_headers) as b:
                 ok = await b.call_tool("echo", {"text": "b"})
                 assert ok.structured_content == {"echo": "b"}
 
