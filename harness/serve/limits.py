@@ -15,6 +15,7 @@ its connection (``--no-auth``).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 import anyio
 
 from harness.config_serve import ServeConfig
+
+log = logging.getLogger("harness.serve")
 
 MAX_IDLE_WINDOWS = 4096  # rate windows kept before the idle ones are dropped
 
@@ -89,6 +92,8 @@ class CallGate:
                 "some to finish"
             )
         self._rate(scope, settings)
+        if lane.users >= running:
+            log.debug("a tool call waits for a slot of its client (%d running)", running)
         borrower = object()
         lane.users += 1
         try:

@@ -65,6 +65,7 @@ CALL_THREADS = 64  # tool calls running at once on worker threads (the rest queu
 
 _call_ids = itertools.count(1)
 _GONE = object()  # what _run_call gives when the client's connection closed mid-call
+_GONE_WAITING = object()  # ... closed while the call waited for a slot (never started)
 
 
 class ServeSession(Session):
@@ -418,21 +419,13 @@ class HarnessMCPServer:
                 finished = True
                 cancel.forget(call_id)
 
-        def stop(reason: str) -> None:
-            # notifications/cancelled, or the client went away: stop the call (the
-            # Starlark run, the command's process group, the worker) and record it.
-            cancel.cancel(call_id)
-            if finished:
-                cancel.forget(call_id)
-            with contextlib.suppress(Exception):
-                session.emit("tool.cancelled", tool=name, call_id=call_id, reason=reason)
-            log.info('call of tool "%s" cancelled: %s', name, reason)
-
         gen.inflight += 1
         try:
             result = await self._run_call(client, run, gone)
         except anyio.get_cancelled_exc_class():
-            stop("the client cancelled the request or disconnected")
+            _stop(
+                session, name, call_id, finished, "the client cancelled the request or disconnected"
+            )
             raise
         except Exception as exc:  # noqa: BLE001 - the pipeline should never raise; be safe
             log.exception("tool %r raised inside the server", name)
@@ -445,8 +438,10 @@ class HarnessMCPServer:
                 await self._close_generation(gen)
         if isinstance(result, Refused):
             return _error_result(f'tool "{name}" was not called: {result}')
-        if result is _GONE:
-            stop("the client's connection closed before the result was sent")
+        if result is _GONE or result is _GONE_WAITING:
+            # run() never starts after _GONE_WAITING: nothing is left to stop later.
+            done = finished or result is _GONE_WAITING
+            _stop(session, name, call_id, done, "the client's connection closed first")
             return _error_result(f'call of tool "{name}" was cancelled: the client went away')
         if result is None:  # pragma: no cover - only a cancelled call has none
             return _error_result(f'call of tool "{name}" was cancelled')
@@ -460,14 +455,14 @@ class HarnessMCPServer:
     ) -> object:
         """``run`` on a worker thread, within the identity's limits (HTTP); _GONE when
         the client's connection closed first (the thread is abandoned: the caller
-        cancels the call)."""
+        cancels the call), _GONE_WAITING when it closed before a slot was free."""
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(CALL_THREADS)
         limiter = self._limiter
         if gone is None:
             return await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
         config = client.gen.harness.config
-        result: object = _GONE
+        result: object = _GONE_WAITING
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
@@ -479,6 +474,7 @@ class HarnessMCPServer:
                 async with self.gate.slot(
                     client.session.scope, config.serve, config.limits.max_concurrency
                 ):
+                    result = _GONE
                     result = await anyio.to_thread.run_sync(
                         run, abandon_on_cancel=True, limiter=limiter
                     )
@@ -695,6 +691,17 @@ class HarnessMCPServer:
             client.session.close()
         self.gen.harness.close()
         self.backend.close()
+
+
+def _stop(session: ServeSession, name: str, call_id: str, finished: bool, reason: str) -> None:
+    """notifications/cancelled, or the client went away: stop the call (the Starlark
+    run, the command's process group, the worker) and record it."""
+    cancel.cancel(call_id)
+    if finished:
+        cancel.forget(call_id)
+    with contextlib.suppress(Exception):
+        session.emit("tool.cancelled", tool=name, call_id=call_id, reason=reason)
+    log.info('call of tool "%s" cancelled: %s', name, reason)
 
 
 def _json_size(value: Mapping[str, Any]) -> int:

@@ -26,7 +26,9 @@ from serve_helpers import (
     era_client,
     http_server,
     processes_with,
+    stderr_log,
     tool_text,
+    wait_for_log,
 )
 from test_http_session_binding import auth, call, open_session, rpc_body, text_of
 
@@ -264,3 +266,57 @@ def test_serve_settings_are_checked_by_validate(project: Path) -> None:
     assert "serve.rate_limit" in lines["harness.md:6:3"]
     assert "serve.rate_limit.calls must be an integer" in out
     assert "serve.rate_limit.per_seconds must be a number of seconds > 0" in out
+
+
+def test_a_queued_call_whose_client_went_away_never_starts(project: Path) -> None:
+    """With one slot per identity, call 2 waits behind call 1; its connection closes
+    while it waits. Once call 1 ends, call 3 runs: call 2 never did."""
+    add_sleeper(project)
+    _set(
+        project,
+        "runtime: {isolation: inprocess}",
+        "runtime: {isolation: inprocess}\nserve: {max_calls_per_identity: 1}",
+    )
+    first = f"{uuid.uuid4().int % 10**5 + 3000}.{3}7"
+    audit = project / ".harness" / "state" / "audit.jsonl"
+
+    def started(tool: str) -> int:
+        if not audit.exists():
+            return 0
+        return sum(
+            1
+            for line in audit.read_text().splitlines()
+            if '"tool.validate"' in line and f'"tool": "{tool}"' in line.replace('":"', '": "')
+        )
+
+    async def go() -> None:
+        log = stderr_log(project)
+        async with http_server(project, *AUTH, "--log-level", "debug", env=ENV) as url:
+            async with httpx.AsyncClient(timeout=120) as raw:
+                sid = await open_session(raw, url, TOKEN_A)
+
+                async def post(body: dict[str, object]) -> None:
+                    await raw.post(url, headers=auth(TOKEN_A, sid), json=body)
+
+                async with anyio.create_task_group() as one:
+                    one.start_soon(post, call("sleeper", {"marker": first}, id=21))
+                    with anyio.fail_after(30):
+                        while not processes_with(f"sleep {first}"):
+                            await anyio.sleep(0.05)
+                    start = len(log.read_text())
+                    async with anyio.create_task_group() as two:
+                        two.start_soon(post, call("add", {"a": 1, "b": 2}, id=22))
+                        await wait_for_log(log, "waits for a slot", start)
+                        two.cancel_scope.cancel()  # call 2 waits; its connection closes
+                    one.cancel_scope.cancel()  # call 1's too: it is stopped
+                with anyio.fail_after(30):
+                    while processes_with(f"sleep {first}"):
+                        await anyio.sleep(0.05)
+                res = await raw.post(
+                    url, headers=auth(TOKEN_A, sid), json=call("echo", {"text": "3"}, id=23)
+                )
+                assert "3" in text_of(rpc_body(res))
+            assert started("echo") == 1 and started("sleeper") == 1
+            assert started("add") == 0, "the abandoned queued call ran"
+
+    anyio.run(go)
