@@ -11,7 +11,8 @@ Each client is the SDK's stock `mcp.Client` (protocol 2026-07-28, negotiated by
 "auto"), making CALLS calls one after another; CLIENTS clients run at once. Each
 client sends a bearer token of its own (one of TOKENS, given to the servers with
 --auth-token-env), so the per-identity limits of `harness serve` (harness.md
-`serve:`) apply per client, as for separate users. Reported:
+`serve:`) apply per client, as for separate users; the rate limit is off (`--calls`
+above it would measure the limit, not the server). Reported:
 calls/s, p50 and p99 latency, errors, and the server's resident memory at the start,
 middle and end of the run (growth = end - middle, after warm-up). Not a test.
 
@@ -39,6 +40,7 @@ HARNESS_MD = """\
 ---
 limits: {max_output_bytes: 65536}
 runtime: {isolation: ISOLATION}
+serve: {rate_limit: off}
 STATE
 ---
 Load test.

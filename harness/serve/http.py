@@ -113,7 +113,8 @@ def show_generated_token(token: str, host: str, port: int) -> None:
     """Say, once, on stderr, the generated token and how clients send it."""
     import sys
 
-    url_host = f"[{host}]" if ":" in host else host
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host  # any address: this machine
+    url_host = f"[{shown}]" if ":" in shown else shown
     sys.stderr.write(
         "harness serve: no --auth-token-env given: clients must send this bearer token "
         "(generated for this run, shown only here):\n"
