@@ -8,7 +8,11 @@ Three servers, measured in the same run under the same load:
 3. the MCP SDK's own `MCPServer` serving `add` as a Python function (the baseline).
 
 Each client is the SDK's stock `mcp.Client` (protocol 2026-07-28, negotiated by
-"auto"), making CALLS calls one after another; CLIENTS clients run at once. Reported:
+"auto"), making CALLS calls one after another; CLIENTS clients run at once. Each
+client sends a bearer token of its own (one of TOKENS, given to the servers with
+--auth-token-env), so the per-identity limits of `harness serve` (harness.md
+`serve:`) apply per client, as for separate users; the rate limit is off (`--calls`
+above it would measure the limit, not the server). Reported:
 calls/s, p50 and p99 latency, errors, and the server's resident memory at the start,
 middle and end of the run (growth = end - middle, after warm-up). Not a test.
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -35,6 +40,7 @@ HARNESS_MD = """\
 ---
 limits: {max_output_bytes: 65536}
 runtime: {isolation: ISOLATION}
+serve: {rate_limit: off}
 STATE
 ---
 Load test.
@@ -98,6 +104,10 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+# One bearer token per client (clients beyond share them): each is its own identity.
+TOKENS = [f"bench-client-{i:03d}-{secrets.token_urlsafe(12)}" for i in range(64)]
+
+
 def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -128,7 +138,9 @@ def project(folder: Path, state: str) -> Path:
 def start(
     argv: list[str], port: int, cwd: Path, stack: ExitStack, pythonpath: str | None = None
 ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": pythonpath} if pythonpath else None
+    env = {**os.environ, "BENCH_TOKENS": ",".join(TOKENS)}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     proc = subprocess.Popen(
         argv,
         cwd=cwd,
@@ -167,11 +179,15 @@ def harness_argv(root: Path, port: int) -> list[str]:
         "warning",
         "--max-connections",
         "4096",
+        "--auth-token-env",
+        "BENCH_TOKENS",
     ]
 
 
 async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> dict[str, Any]:
+    import httpx2
     from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
 
     latencies: list[float] = []
     errors = 0
@@ -183,7 +199,9 @@ async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> d
         nonlocal errors, done
         url = urls[i % len(urls)]
         try:
-            async with Client(url, mode="auto") as c:
+            token = TOKENS[i % len(TOKENS)]
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+            async with Client(streamable_http_client(url, http_client=http), mode="auto") as c:
                 for k in range(calls):
                     t0 = time.perf_counter()
                     try:

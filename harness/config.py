@@ -7,13 +7,14 @@ as security invariants in docs/spec.md §8 can only be tightened.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple, get_type_hints
 
 from harness.artifacts.problems import EXTENSION_PREFIX, Problem, a_type, as_json, suggest
+from harness.config_mounts import mount_problem
+from harness.config_serve import ServeConfig, serve_schema, serve_section
 from harness.state.limits import DEFAULT as STATE
 from harness.state.limits import config_problems as state_problems
 
@@ -125,6 +126,7 @@ class Config:
     # `env:` gives (harness test). Not a harness.md key.
     env_values: tuple[tuple[str, str], ...] = ()
     state: StateConfig = field(default_factory=StateConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)  # harness serve (config_serve.py)
     # Unknown argument names: "note" (the call runs, the result says so) or "strict".
     arguments: str = "note"
 
@@ -158,7 +160,7 @@ _ZERO_OK = ("max_timeout_ms",)
 # Dataclass fields that are not harness.md keys.
 _INTERNAL = ("problems",)
 # Keys of harness.md frontmatter that are not config sections.
-OTHER_KEYS = ("tools", "hooks", "workspace", "arguments", "mcp_servers")
+OTHER_KEYS = ("tools", "hooks", "workspace", "arguments", "mcp_servers", "serve")
 ARGUMENT_MODES = ("note", "strict")
 KNOWN_KEYS = tuple(sorted((*_SECTIONS, *OTHER_KEYS)))
 
@@ -202,98 +204,6 @@ def _coerce(section: str, name: str, default: Any, value: Any) -> tuple[Any, str
     return value, None
 
 
-# exec.mounts: never these, nor anything above them (the home directory as a whole,
-# host kernel and device state, the system's secrets); never a path that holds a
-# secret store (docs/spec.md §8.3) or that overlaps the workspace (its protected entries
-# would show, writable or not, under another path).
-_MOUNT_REFUSED = (
-    "/",
-    "/proc",
-    "/sys",
-    "/dev",
-    "/etc",
-    "/run",
-    "/var/run",
-    "/boot",
-    "/root",
-    "/home",
-    "/tmp",
-    "/var/tmp",
-)
-_MOUNT_SECRETS = (
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".docker",
-    ".kube",
-    ".azure",
-    ".netrc",
-    ".password-store",
-    ".git-credentials",
-    ".pypirc",
-    ".npmrc",
-    ".config/gcloud",
-    ".config/gh",
-    ".local/share/keyrings",
-)
-
-
-def mount_path(entry: str) -> str:
-    """The host path an ``exec.mounts`` entry names (``~`` expanded, links resolved)."""
-    return os.path.realpath(os.path.expanduser(entry))
-
-
-def mount_problem(entry: str, workspace: Path | str) -> str | None:
-    """Why an ``exec.mounts`` entry is refused, or None. Checked in ``parse_config``
-    (a validate problem) and again before every sandboxed command."""
-    where = f'config exec.mounts entry "{entry}"'
-    if not (entry == "~" or entry.startswith(("/", "~/"))):
-        return f"{where} must be an absolute path or start with ~/"
-    real = mount_path(entry)
-    home = os.path.realpath(os.path.expanduser("~"))
-    ws = os.path.realpath(workspace)
-
-    def inside(path: str, root: str) -> bool:
-        return path == root or path.startswith(root.rstrip("/") + "/")
-
-    if real == home:
-        return (
-            f"{where} is the home directory {home}; mount only the toolchain "
-            "directory (e.g. ~/.pyenv/versions/3.11.7)"
-        )
-    for refused in _MOUNT_REFUSED:
-        if (
-            real == refused
-            or inside(refused, real)
-            or (
-                refused in ("/proc", "/sys", "/dev", "/etc", "/run", "/boot")
-                and inside(real, refused)
-            )
-        ):
-            return f"{where} resolves to {real}, which the sandbox never shows; remove it"
-    if real == home or inside(home, real):
-        return (
-            f"{where} is the home directory {home} or contains it; mount only the "
-            "toolchain directory (e.g. ~/.pyenv/versions/3.11.7)"
-        )
-    if inside(real, ws) or inside(ws, real):
-        return (
-            f"{where} resolves to {real}, which overlaps the workspace {ws}; the "
-            "workspace is in the sandbox already"
-        )
-    parts = real.split("/")
-    for secret in _MOUNT_SECRETS:
-        first = secret.split("/")
-        if any(parts[i : i + len(first)] == first for i in range(len(parts))) or os.path.lexists(
-            os.path.join(real, secret)
-        ):
-            return (
-                f'{where} ({real}) is or holds the secret store "{secret}" (docs/spec.md §8.3); '
-                "mount a directory without secrets"
-            )
-    return None
-
-
 def _field_schema(section: str, name: str, default: Any) -> dict[str, Any]:
     """The JSON Schema of one section field: the rules :func:`_coerce` applies."""
     if isinstance(default, bool):
@@ -325,7 +235,7 @@ def section_schemas() -> dict[str, Any]:
                 if f.name not in _INTERNAL
             },
         }
-    return out
+    return {**out, "serve": serve_schema()}
 
 
 class ConfigFinding(NamedTuple):
@@ -389,6 +299,9 @@ def _findings(
             yield ConfigFinding(key, f"config {key} must be a mapping, got {a_type(raw)}")
             continue
         values[key] = yield from _section(key, cls, raw, root)
+    if data.get("serve") is not None:
+        found = serve_section(data["serve"], lambda m, k: ConfigFinding("serve", m, k or None))
+        values["serve"] = yield from found
     if data.get("workspace") is not None:
         yield from _workspace(data["workspace"], root, values)
     if data.get("arguments") is not None:

@@ -29,8 +29,8 @@ from harness.cli.common import CliError, resolve_root, root_option
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to listen on (http). Any address other than a loopback one "
-    "requires --auth-token-env.",
+    help="Address to listen on (http). Every address needs a bearer token (see "
+    "--auth-token-env); --no-auth is for loopback addresses only.",
 )
 @click.option(
     "--port",
@@ -44,7 +44,14 @@ from harness.cli.common import CliError, resolve_root, root_option
     metavar="NAME",
     default=None,
     help="Require 'Authorization: Bearer <token>' on every HTTP request; the token "
-    "(or several, comma-separated) is read from environment variable NAME.",
+    "(or several, comma-separated) is read from environment variable NAME. Without "
+    "it, a token is generated and shown once on stderr.",
+)
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Serve HTTP without a bearer token: every local user can call every tool. "
+    "Loopback --host only.",
 )
 @click.option(
     "--allowed-host",
@@ -101,6 +108,7 @@ def command(
     host: str,
     port: int,
     auth_token_env: str | None,
+    no_auth: bool,
     allowed_hosts: tuple[str, ...],
     allowed_origins: tuple[str, ...],
     header_timeout: float,
@@ -149,6 +157,7 @@ def command(
             watch=watch,
             watch_interval=watch_interval,
             auth_token_env=auth_token_env,
+            no_auth=no_auth,
             allowed_hosts=allowed_hosts,
             allowed_origins=allowed_origins,
             header_timeout=header_timeout,

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from harness.config import mount_path, mount_problem
+from harness.config_mounts import mount_path, mount_problem
 from harness.errors import BuiltinError
 from harness.runtime import seccomp
 from harness.runtime.jail import SENSITIVE_SEQUENCES, is_sensitive

@@ -26,35 +26,22 @@ def serve(
     watch: bool = False,
     watch_interval: float = 0.5,
     auth_token_env: str | None = None,
+    no_auth: bool = False,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
     header_timeout: float = 10.0,
     max_connections: int = 512,
 ) -> None:
     """Run the server until the client disconnects (stdio) or it is interrupted (http)."""
-    import os
-
-    from harness.serve.http import ServeError, bind, is_loopback, parse_tokens
+    from harness.serve.http import bind, show_generated_token, tokens_for
 
     if transport not in ("stdio", "http"):
         raise UsageError(f'unknown transport "{transport}"; use stdio or http')
     quiet_sdk_logs()
     tokens: list[str] = []
+    generated = False
     if transport == "http":
-        if auth_token_env:
-            raw = os.environ.get(auth_token_env)
-            if raw is None:
-                raise ServeError(
-                    f'--auth-token-env: the environment variable "{auth_token_env}" '
-                    "is not set; export it with the bearer token clients must send"
-                )
-            tokens = parse_tokens(raw, auth_token_env)
-        elif not is_loopback(host):
-            raise ServeError(
-                f"--host {host} is not a loopback address: anyone who can reach it "
-                "could call every tool. Require a bearer token with "
-                "--auth-token-env NAME (see docs/deploying.md)"
-            )
+        tokens, generated = tokens_for(host, auth_token_env, no_auth)
     if transport == "stdio":
         serve_stdio(root, watch=watch, watch_interval=watch_interval)
         return
@@ -63,6 +50,8 @@ def serve(
         if transport == "http":
             sock = bind(host, port)
             actual = int(sock.getsockname()[1])
+            if generated:
+                show_generated_token(tokens[0], host, actual)
             try:
                 asyncio.run(
                     server.run_http(

@@ -3,22 +3,19 @@
 - Bearer tokens (``--auth-token-env NAME``): every request must carry
   ``Authorization: Bearer <token>``; tokens are compared in constant time. The
   variable may hold several tokens separated by commas: each is its own identity, and
-  spilled outputs are scoped to it. Required whenever the bind address is not a
-  loopback address.
+  spilled outputs, the cache and every ``Mcp-Session-Id`` are bound to it (another
+  identity presenting a session id gets the answer of an unknown one).
 - Host and Origin checks (DNS rebinding) on for every bind address: the Host must be
   the address served (or an ``--allowed-host``); a browser Origin must be this very
   server (scheme, host and port) or an ``--allowed-origin``. Requests without an
   Origin (every non-browser client) pass.
-- Connection limits: a client that does not finish sending its request headers
-  within ``header_timeout`` seconds is disconnected, and connections beyond
-  ``max_connections`` are closed as they arrive.
+- Connection limits: :mod:`harness.serve.connections`.
 - The listening socket is bound here, so a busy port is one clear error and
   ``--port 0`` resolves to the port actually chosen.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import ipaddress
@@ -34,6 +31,7 @@ from harness.errors import HarnessError
 log = logging.getLogger("harness.serve")
 
 IDENTITY_KEY = "harness.identity"
+GONE_KEY = "harness.gone"
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_MAX_CONNECTIONS = 512
 
@@ -80,12 +78,62 @@ def parse_tokens(raw: str, name: str) -> list[str]:
     return tokens
 
 
+def tokens_for(host: str, env_name: str | None, no_auth: bool) -> tuple[list[str], bool]:
+    """The bearer tokens an HTTP server on ``host`` requires, and whether they were
+    generated here (no ``--auth-token-env``): a token on every bind address unless
+    ``--no-auth``, which a non-loopback address refuses (issue 22 item 9)."""
+    import os
+    import secrets
+
+    if no_auth:
+        if env_name:
+            raise ServeError(
+                "--no-auth and --auth-token-env contradict each other; keep one of them"
+            )
+        if not is_loopback(host):
+            raise ServeError(
+                f"--no-auth is allowed on a loopback --host only (127.0.0.1, ::1, "
+                f"localhost), not {host}: anyone who can reach it could call every tool. "
+                "Drop --no-auth (a token is generated) or use --auth-token-env NAME"
+            )
+        log.warning("--no-auth: no bearer token; every local user can call every tool")
+        return [], False
+    if env_name:
+        raw = os.environ.get(env_name)
+        if raw is None:
+            raise ServeError(
+                f'--auth-token-env: the environment variable "{env_name}" '
+                "is not set; export it with the bearer token clients must send"
+            )
+        return parse_tokens(raw, env_name), False
+    return [secrets.token_urlsafe(32)], True
+
+
+def show_generated_token(token: str, host: str, port: int) -> None:
+    """Say, once, on stderr, the generated token and how clients send it."""
+    import sys
+
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host  # any address: this machine
+    url_host = f"[{shown}]" if ":" in shown else shown
+    sys.stderr.write(
+        "harness serve: no --auth-token-env given: clients must send this bearer token "
+        "(generated for this run, shown only here):\n"
+        f"    URL:    http://{url_host}:{port}/mcp\n"
+        f"    Header: Authorization: Bearer {token}\n"
+        "  e.g. an MCP client's headers setting, or curl -H 'Authorization: Bearer ...'. "
+        "Use --auth-token-env NAME for a token of your own, or --no-auth (loopback only) "
+        "for none.\n"
+    )
+    sys.stderr.flush()
+
+
 class BearerAuth:
     """ASGI middleware: refuse HTTP requests without a valid bearer token (401)."""
 
     def __init__(self, app: ASGIApp, tokens: Sequence[str]) -> None:
         self.app = app
         self._tokens = [(t.encode("utf-8"), token_identity(t)) for t in tokens]
+        self._users = {identity: _principal(identity) for _, identity in self._tokens}
 
     def identify(self, header: bytes | None) -> str | None:
         if header is None or not header[:7].lower() == b"bearer ":
@@ -96,6 +144,11 @@ class BearerAuth:
             if hmac.compare_digest(given, token):
                 found = identity
         return found
+
+    def admits(self, headers: Sequence[tuple[bytes, bytes]]) -> bool:
+        """Whether request headers carry a valid token (serve/connections.py)."""
+        header = next((v for k, v in headers if k == b"authorization"), None)
+        return self.identify(header) is not None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -125,7 +178,60 @@ class BearerAuth:
             await send({"type": "http.response.body", "body": body})
             return
         scope[IDENTITY_KEY] = identity
+        # The SDK's session manager binds each Mcp-Session-Id to the principal of the
+        # request that opened it, and answers "Session not found" (404) for another
+        # one: the same answer as for an id that never existed (issue 22 item 4).
+        scope["user"] = self._users[identity]
         await self.app(scope, receive, send)
+
+
+def _principal(identity: str) -> Any:
+    """The SDK's authenticated user for ``identity`` (a token digest, never a token)."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token=identity, client_id=identity, scopes=[]))
+
+
+class DisconnectWatch:
+    """ASGI middleware: put an :class:`anyio.Event` on each HTTP request's scope, set
+    once the server learns that the client closed the connection (``http.disconnect``
+    before the response ended). A tools/call of a 2025-era session is served apart
+    from the POST that carries it; this is how it learns that no one will read its
+    result, and is cancelled (serve/mcp.py)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        import anyio
+
+        gone = anyio.Event()
+        scope[GONE_KEY] = gone
+        ended = False
+
+        async def watched_send(message: MutableMapping[str, Any]) -> None:
+            nonlocal ended
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                ended = True
+            await send(message)
+
+        async def watched_receive() -> MutableMapping[str, Any]:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not ended:
+                gone.set()
+            return message
+
+        await self.app(scope, watched_receive, watched_send)
+
+
+def gone_event(ctx: Any) -> Any:
+    """The :class:`DisconnectWatch` event of the request a handler serves, or None."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    return scope.get(GONE_KEY) if isinstance(scope, dict) else None
 
 
 def identity_of(request: Any) -> str | None:
@@ -189,62 +295,3 @@ def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
         raise ServeError(f"cannot listen on {host}:{port}: {why}; {hint}") from None
     sock.set_inheritable(True)
     return sock
-
-
-def guarded_protocol(header_timeout: float, max_connections: int) -> type:  # noqa: C901
-    """uvicorn's h11 protocol with a header-read timeout and a connection cap.
-
-    uvicorn closes idle keep-alive connections, but not one that never finishes its
-    request headers (a half-open or slowloris client): such connections pile up
-    without limit. Here a connection must complete its headers within
-    ``header_timeout`` seconds of connecting (or of starting its next request), and
-    connections beyond ``max_connections`` are closed at once.
-    """
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class GuardedH11Protocol(H11Protocol):
-        _header_timer: asyncio.TimerHandle | None = None
-        _refused_logged = False
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            if len(self.connections) > max_connections:
-                if not GuardedH11Protocol._refused_logged:
-                    GuardedH11Protocol._refused_logged = True
-                    log.warning(
-                        "more than %d connections are open; closing new ones (--max-connections)",
-                        max_connections,
-                    )
-                transport.close()
-                return
-            self._arm_header_timer()
-
-        def _arm_header_timer(self) -> None:
-            if self._header_timer is None:
-                self._header_timer = self.loop.call_later(header_timeout, self._headers_late)
-
-        def _disarm_header_timer(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _headers_late(self) -> None:
-            self._header_timer = None
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self.transport.close()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self.transport.is_closing():
-                self._disarm_header_timer()
-            elif self.conn.their_state is h11.IDLE:
-                self._arm_header_timer()  # part of a request's headers: the clock runs
-            else:
-                self._disarm_header_timer()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm_header_timer()
-            super().connection_lost(exc)
-
-    return GuardedH11Protocol

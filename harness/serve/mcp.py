@@ -48,8 +48,9 @@ from harness.pipeline import cap_text, policy_allows, render, truncation_notice
 from harness.results import ToolResult
 from harness.runtime import cancel
 from harness.serve import info, tracing
-from harness.serve.http import identity_of
+from harness.serve.http import gone_event, identity_of
 from harness.serve.info import changes_possible
+from harness.serve.limits import CallGate, Refused
 from harness.serve.watch import Snapshot, snapshot
 from harness.session import Session
 from harness.session_tools import TOOL_SEARCH
@@ -65,6 +66,8 @@ ANONYMOUS = "anonymous"
 CALL_THREADS = 64  # tool calls running at once on worker threads (the rest queue)
 
 _call_ids = itertools.count(1)
+_GONE = object()  # what _run_call gives when the client's connection closed mid-call
+_GONE_WAITING = object()  # ... closed while the call waited for a slot (never started)
 
 
 class ServeSession(Session):
@@ -225,6 +228,7 @@ class HarnessMCPServer:
         self._listeners: dict[str, ListenHandler] = {}
         self._buses: dict[str, InMemorySubscriptionBus] = {}
         self._limiter: anyio.CapacityLimiter | None = None
+        self.gate = CallGate()  # per-identity limits of HTTP calls (serve/limits.py)
         self.server = _Server(
             name,
             version=info.version(),
@@ -272,6 +276,10 @@ class HarnessMCPServer:
         key = ("conn", id(connection) if connection is not None else 0)
         client = self.clients.get(key)
         if client is not None and not client.closed:
+            if identity is not None and client.session.scope != identity:
+                # The transport binds a session to its identity (serve/http.py); should
+                # a request of another one get here anyway, it never sees this client.
+                raise ValueError("Session not found")
             return client
         scope = identity or f"connection:{uuid.uuid4().hex}"
         client = Client(
@@ -302,6 +310,8 @@ class HarnessMCPServer:
         with contextlib.suppress(ValueError):
             gen.sessions.remove(client.session)
         await anyio.to_thread.run_sync(client.session.close)
+        if client.session.scope.startswith("connection:"):
+            self.gate.forget(client.session.scope)
         log.debug("client disconnected")
 
     async def _initialized(self, ctx: Any, params: Any) -> None:
@@ -385,13 +395,20 @@ class HarnessMCPServer:
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = params.arguments if params.arguments is not None else {}
-        return await self.call(self._client(ctx), params.name, arguments)
+        return await self.call(self._client(ctx), params.name, arguments, gone=gone_event(ctx))
 
     async def call(
-        self, client: Client, name: str, arguments: Mapping[str, Any]
+        self,
+        client: Client,
+        name: str,
+        arguments: Mapping[str, Any],
+        gone: anyio.Event | None = None,
     ) -> types.CallToolResult:
         """One tools/call of ``client`` through the pipeline (on a worker thread): the
-        SDK's handler and the stdio fast lane (serve/stdio.py) both come here."""
+        SDK's handler and the stdio fast lane (serve/stdio.py) both come here.
+
+        Over HTTP the call waits for a slot of its identity (serve/limits.py), and
+        ``gone`` (set when the request's connection closes) cancels it."""
         gen, session = client.gen, client.session
         # Unique across connections and eras (request ids are not): cancellation and
         # the audit trail find the call by it.
@@ -408,27 +425,13 @@ class HarnessMCPServer:
                 finished = True
                 cancel.forget(call_id)
 
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(CALL_THREADS)
         gen.inflight += 1
         try:
-            result = await anyio.to_thread.run_sync(
-                run, abandon_on_cancel=True, limiter=self._limiter
-            )
+            result = await self._run_call(client, run, gone)
         except anyio.get_cancelled_exc_class():
-            # notifications/cancelled, or the client went away: stop the call (the
-            # Starlark run, the command's process group, the worker) and record it.
-            cancel.cancel(call_id)
-            if finished:
-                cancel.forget(call_id)
-            with contextlib.suppress(Exception):
-                session.emit(
-                    "tool.cancelled",
-                    tool=name,
-                    call_id=call_id,
-                    reason="the client cancelled the request or disconnected",
-                )
-            log.info('call of tool "%s" cancelled by the client', name)
+            _stop(
+                session, name, call_id, finished, "the client cancelled the request or disconnected"
+            )
             raise
         except Exception as exc:  # noqa: BLE001 - the pipeline should never raise; be safe
             log.exception("tool %r raised inside the server", name)
@@ -439,11 +442,52 @@ class HarnessMCPServer:
             gen.inflight -= 1
             if gen.retired and gen.inflight == 0:
                 await self._close_generation(gen)
+        if isinstance(result, Refused):
+            return _error_result(f'tool "{name}" was not called: {result}')
+        if result is _GONE or result is _GONE_WAITING:
+            # run() never starts after _GONE_WAITING: nothing is left to stop later.
+            done = finished or result is _GONE_WAITING
+            _stop(session, name, call_id, done, "the client's connection closed first")
+            return _error_result(f'call of tool "{name}" was cancelled: the client went away')
         if result is None:  # pragma: no cover - only a cancelled call has none
             return _error_result(f'call of tool "{name}" was cancelled')
+        assert isinstance(result, ToolResult)
         if await self._surface(client, name, result):
             await self._notify(client)
         return self._to_mcp(gen, session, name, result)
+
+    async def _run_call(
+        self, client: Client, run: Callable[[], ToolResult | None], gone: anyio.Event | None
+    ) -> object:
+        """``run`` on a worker thread, within the identity's limits (HTTP); _GONE when
+        the client's connection closed first (the thread is abandoned: the caller
+        cancels the call), _GONE_WAITING when it closed before a slot was free."""
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(CALL_THREADS)
+        limiter = self._limiter
+        if gone is None:
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
+        config = client.gen.harness.config
+        result: object = _GONE_WAITING
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                await gone.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            try:
+                async with self.gate.slot(
+                    client.session.scope, config.serve, config.limits.max_concurrency
+                ):
+                    result = _GONE
+                    result = await anyio.to_thread.run_sync(
+                        run, abandon_on_cancel=True, limiter=limiter
+                    )
+            except Refused as exc:  # raised out of the task group, it would be a group
+                result = exc
+            tg.cancel_scope.cancel()
+        return result
 
     async def _surface(self, client: Client, name: str, result: ToolResult) -> bool:
         """Record tools this result makes visible; True when the listing changed."""
@@ -595,7 +639,8 @@ class HarnessMCPServer:
         import uvicorn
         from mcp.server.transport_security import TransportSecuritySettings
 
-        from harness.serve.http import BearerAuth, guarded_protocol, host_policy
+        from harness.serve.connections import guarded_protocol
+        from harness.serve.http import BearerAuth, DisconnectWatch, host_policy
 
         policy = host_policy(host, port, allowed_hosts, allowed_origins)
         security = TransportSecuritySettings(
@@ -604,14 +649,17 @@ class HarnessMCPServer:
             allowed_origins=list(policy.allowed_origins),
         )
         app: Any = self.server.streamable_http_app(host=host, transport_security=security)
+        app = DisconnectWatch(app)
+        admit = None
         if tokens:
             app = BearerAuth(app, tokens)
+            admit = app.admits
         config = uvicorn.Config(
             app,
             log_level="warning",
             lifespan="on",
             access_log=False,
-            http=guarded_protocol(header_timeout, max_connections),
+            http=guarded_protocol(header_timeout, max_connections, admit),
             timeout_keep_alive=5,
             timeout_graceful_shutdown=2,
         )
@@ -649,6 +697,17 @@ class HarnessMCPServer:
             client.session.close()
         self.gen.harness.close()
         self.backend.close()
+
+
+def _stop(session: ServeSession, name: str, call_id: str, finished: bool, reason: str) -> None:
+    """notifications/cancelled, or the client went away: stop the call (the Starlark
+    run, the command's process group, the worker) and record it."""
+    cancel.cancel(call_id)
+    if finished:
+        cancel.forget(call_id)
+    with contextlib.suppress(Exception):
+        session.emit("tool.cancelled", tool=name, call_id=call_id, reason=reason)
+    log.info('call of tool "%s" cancelled: %s', name, reason)
 
 
 def _json_size(value: Mapping[str, Any]) -> int:

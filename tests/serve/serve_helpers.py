@@ -216,13 +216,25 @@ def stderr_log(root: Path) -> Path:
     return root.parent / "serve-stderr.log"
 
 
+# The bearer token of every test server started without a token of its own: HTTP
+# serving needs one by default (issue 22 item 9), and the clients here send it.
+TEST_TOKEN = "serve-test-token-0123456789abcdef"
+TEST_AUTH = {"Authorization": f"Bearer {TEST_TOKEN}"}
+
+
 @asynccontextmanager
 async def http_server(
     root: Path, *extra: str, host: str = "127.0.0.1", env: dict[str, str] | None = None
 ) -> AsyncIterator[str]:
-    """Start ``harness serve --transport http`` on a free port; yield its loopback URL."""
+    """Start ``harness serve --transport http`` on a free port; yield its loopback URL.
+
+    Without ``--auth-token-env`` (or ``--no-auth``) in ``extra`` it requires
+    :data:`TEST_TOKEN`, which :func:`era_client` and :func:`http_session` send."""
     import subprocess
 
+    if "--auth-token-env" not in extra and "--no-auth" not in extra:
+        extra = ("--auth-token-env", "HARNESS_TEST_TOKEN", *extra)
+        env = {"HARNESS_TEST_TOKEN": TEST_TOKEN, **(env or {})}
     port = free_port()
     log = stderr_log(root)
     start = len(log.read_text()) if log.exists() else 0
@@ -262,10 +274,12 @@ async def http_server(
 
 @asynccontextmanager
 async def http_session(url: str, notes: Notifications | None = None) -> AsyncIterator[Any]:
+    import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    async with streamable_http_client(url) as (read, write):
+    http = httpx2.AsyncClient(headers=TEST_AUTH, timeout=httpx2.Timeout(30, read=300))
+    async with streamable_http_client(url, http_client=http) as (read, write):
         async with ClientSession(read, write, message_handler=notes) as session:
             await session.initialize()
             yield session
@@ -312,7 +326,7 @@ async def era_client(
     """The SDK's stock ``mcp.Client`` in the given protocol era.
 
     ``target`` is a project root (stdio: the client starts ``harness serve``) or the URL
-    of a running HTTP server."""
+    of a running HTTP server, reached with ``headers`` (default: :data:`TEST_AUTH`)."""
     from mcp import Client, StdioServerParameters
 
     if isinstance(target, Path):
@@ -323,16 +337,17 @@ async def era_client(
             cwd=str(target),
             env={"PYTHONPATH": os.pathsep.join(sys.path)},
         )
-    elif headers:
+    else:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         server = streamable_http_client(
             target,
-            http_client=httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)),
+            http_client=httpx2.AsyncClient(
+                headers=TEST_AUTH if headers is None else headers,
+                timeout=httpx2.Timeout(30, read=300),
+            ),
         )
-    else:
-        server = target
     # The modern era as the newest clients reach it: "auto" probes server/discover
     # and adopts 2026-07-28 (a pinned version would skip the server's capabilities).
     async with Client(
