@@ -528,11 +528,11 @@ class _Stripper:
         return node
 
     def accepts_null(self, node: Any) -> bool:
-        import jsonschema
+        from harness.artifacts.patterns import python_validator
 
         try:
             if self._validator is None:
-                self._validator = jsonschema.Draft202012Validator(self.root)
+                self._validator = python_validator(self.root)
             return bool(self._validator.evolve(schema=node).is_valid(None))
         except Exception:  # unresolvable $ref and the like: the real validation reports it
             return False

@@ -51,6 +51,8 @@ def connect(project: Project) -> tuple[dict[str, list[str]], list[Problem]]:  # 
                     "server-tool-name",
                     "warning",
                 )
+            for why in listing.refused.values():
+                problem(why, "server-tool-refused", "warning")
             upstream_names = set(listing.upstream.values())
             for pattern in spec.allow:
                 if pattern != "*" and not any(

@@ -7,9 +7,10 @@ import asyncio
 import fnmatch
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from harness.artifacts import patterns
 from harness.artifacts.checks import NAME_RE
 from harness.artifacts.model import Source, ToolSpec
 from harness.artifacts.servers import ServerSpec
@@ -31,12 +32,15 @@ class Listing:
     specs: Mapping[str, ToolSpec]  # NAME.TOOL -> spec
     upstream: Mapping[str, str]  # NAME.TOOL -> the upstream tool name
     skipped: tuple[str, ...] = ()  # upstream names that cannot be harness tool names
+    # NAME.TOOL -> why harness refuses the tool (a call of it answers this)
+    refused: Mapping[str, str] = field(default_factory=dict)
 
 
 def build_listing(spec: ServerSpec, tools: list[Any]) -> Listing:
     specs: dict[str, ToolSpec] = {}
     upstream: dict[str, str] = {}
     skipped = []
+    refused: dict[str, str] = {}
     for t in tools:
         if not any(fnmatch.fnmatchcase(t.name, p) for p in spec.allow) or any(
             fnmatch.fnmatchcase(t.name, p) for p in spec.deny
@@ -53,6 +57,11 @@ def build_listing(spec: ServerSpec, tools: list[Any]) -> Listing:
                 full,
             )
             continue
+        why = _schema_refusal(t)
+        if why is not None:
+            refused[full] = f'tool "{full}" of upstream server "{spec.name}" is refused: {why}'
+            log.warning("%s", refused[full])
+            continue
         ann = None
         if t.annotations is not None:
             raw = t.annotations.model_dump(by_alias=True, exclude_none=True)
@@ -67,7 +76,21 @@ def build_listing(spec: ServerSpec, tools: list[Any]) -> Listing:
             source=server_source(spec),
         )
         upstream[full] = t.name
-    return Listing(specs=dict(sorted(specs.items())), upstream=upstream, skipped=tuple(skipped))
+    return Listing(
+        specs=dict(sorted(specs.items())),
+        upstream=upstream,
+        skipped=tuple(skipped),
+        refused=refused,
+    )
+
+
+def _schema_refusal(tool: Any) -> str | None:
+    """Why harness cannot check ``tool``'s schemas (a pattern no linear engine runs)."""
+    for key, schema in (("inputSchema", tool.input_schema), ("outputSchema", tool.output_schema)):
+        why = patterns.schema_problem(schema) if schema else None
+        if why is not None:
+            return f"its {key} has a {why}"
+    return None
 
 
 def server_source(spec: ServerSpec) -> Source:
