@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.artifacts.export import clash_message, export_clash, without_clashes
+from harness.artifacts.export import clash_message, export_clash, join_upstream
 from harness.artifacts.model import Project, ToolSpec
 from harness.audit import AuditLog
 from harness.errors import LoadError, UsageError
@@ -109,28 +109,12 @@ class Harness:
             # New dicts, not edits in place: a registry in use keeps the ones it has.
             tools = {n: t for n, t in self._tools.items() if n not in self._upstream_names}
             handlers = {n: h for n, h in self._handlers.items() if n not in self._upstream_names}
-            names: set[str] = set()
             listed = up.tools()
-            for name, spec in listed.items():
-                if name in tools:
-                    _log.error(
-                        'upstream tool "%s" (%s) is left out: a tool of that name is '
-                        "already defined in %s",
-                        name,
-                        spec.source.path,
-                        tools[name].source.path,
-                    )
-            # Never two tools under one provider name: local tools and the first name
-            # (sorted) stay; a call of one left out says why (export.without_clashes).
-            kept, clashes = without_clashes(sorted(n for n in listed if n not in tools), tools)
-            left_out: dict[str, str] = {}
-            for name, other in clashes:
-                left_out[name] = clash_message(name, other, up.server_of(name))
-                _log.warning("%s", left_out[name])
-            for name in kept:
-                tools[name] = listed[name]
-                handlers[name] = up.handler(name)
-                names.add(name)
+            tools, left_out = join_upstream(tools, listed, up.server_of)
+            for why in left_out.values():
+                _log.warning("%s", why)
+            names = {n for n in listed if n not in left_out}
+            handlers.update((name, up.handler(name)) for name in sorted(names))
             self._tools, self._handlers, self._upstream_names = tools, handlers, names
             self._upstream_left_out = left_out
             self._upstream_seen = version

@@ -23,7 +23,7 @@ exported; ``loading: deferred`` tools only with ``include_deferred=True``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, cast
 
 from harness.artifacts.model import ToolSpec
@@ -118,6 +118,30 @@ def without_clashes(
         owner[exported] = name
         kept.append(name)
     return kept, clashes
+
+
+def join_upstream(
+    tools: Mapping[str, ToolSpec],
+    listed: Mapping[str, ToolSpec],
+    server_of: Callable[[str], str | None],
+) -> tuple[dict[str, ToolSpec], dict[str, str]]:
+    """``tools`` with the ``listed`` upstream tools that can be offered beside them, and
+    why each other one is not: its name is taken, or it would export like another tool
+    (local tools win, then the first name in sorted order). The one join of upstream
+    tools, for a harness (``Harness._sync_upstream``) and the CLI (``include_upstream``)."""
+    joined = dict(tools)
+    left_out: dict[str, str] = {}
+    for name in listed:
+        if name in tools:
+            left_out[name] = (
+                f'upstream tool "{name}" is left out: a tool of that name is already '
+                f"defined in {tools[name].source.path}"
+            )
+    kept, clashes = without_clashes(sorted(n for n in listed if n not in tools), tools)
+    for name, other in clashes:
+        left_out[name] = clash_message(name, other, server_of(name))
+    joined.update((name, listed[name]) for name in kept)
+    return joined, left_out
 
 
 def exported(tools: Iterable[ToolSpec], *, include_deferred: bool = False) -> list[ToolSpec]:

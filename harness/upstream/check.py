@@ -7,13 +7,17 @@ the file and line of the declaration; the servers are stopped before it returns.
 from __future__ import annotations
 
 import fnmatch
+import logging
 from dataclasses import replace
 from typing import Any
 
-from harness.artifacts.model import Problem, Project, ToolSpec
+from harness.artifacts.export import join_upstream
+from harness.artifacts.model import Problem, Project
 from harness.artifacts.params import compile_error
 from harness.upstream.connection import UpstreamFailure
 from harness.upstream.source import Upstream
+
+log = logging.getLogger("harness.upstream")
 
 
 def connect(project: Project) -> tuple[dict[str, list[str]], list[Problem]]:  # noqa: C901
@@ -104,9 +108,9 @@ def include_upstream(project: Project) -> Project:
     up = Upstream(project.servers, project.config)
     try:
         up.start_all()
-        tools: dict[str, ToolSpec] = dict(project.tools)
-        for name, spec in up.tools().items():
-            tools.setdefault(name, spec)
+        tools, left_out = join_upstream(project.tools, up.tools(), up.server_of)
     finally:
         up.close()
+    for why in left_out.values():
+        log.warning("%s", why)
     return replace(project, tools=dict(sorted(tools.items())))

@@ -142,6 +142,28 @@ def test_upstream_tools_never_clash_with_local_tools_or_other_servers(
     assert 'server "a_b"' in caplog.text and '"a.b.c"' in caplog.text
 
 
+def test_harness_schema_and_list_show_upstream_tools_without_clashes(tmp_path: Path) -> None:
+    """The CLI joins the upstream tools to the project's by the same rule."""
+    from click.testing import CliRunner
+
+    from harness.cli.main import cli
+
+    root = project(
+        tmp_path,
+        {"srv": [{"name": "z"}, {"name": "x.y"}, {"name": "x_y"}], "a": [{"name": "srv.z"}]},
+        local=("srv_z",),
+    )
+    for fmt in FORMATS:
+        done = CliRunner().invoke(cli, ["schema", "--root", str(root), "--format", fmt])
+        assert done.exit_code == 0, done.output
+        text = done.output[: done.output.rindex("]") + 1]
+        names = [d["function"]["name"] if "function" in d else d["name"] for d in json.loads(text)]
+        assert len(names) == len(set(names)), names
+        assert ("srv.x.y" if fmt == "mcp" else "srv_x_y") in names
+    done = CliRunner().invoke(cli, ["list", "--root", str(root)])
+    assert done.exit_code == 0 and "srv.x.y" in done.output and "srv.x_y" not in done.output
+
+
 # -- every path that reaches export names ----------------------------------------------
 
 
