@@ -96,9 +96,32 @@ def connect(project: Project) -> tuple[dict[str, list[str]], list[Problem]]:  # 
                             "server-tool-schema",
                             "warning",
                         )
+        problems.extend(_export_clashes(project, up))
     finally:
         up.close()
     return listed, problems
+
+
+def _export_clashes(project: Project, up: Upstream) -> list[Problem]:
+    """Upstream tools left out because they would export like a local tool or a tool of
+    another server (``export.join_upstream``, the rule a run applies)."""
+    out = []
+    _joined, left_out = join_upstream(project.tools, up.tools(), up.server_of)
+    for name, why in left_out.items():
+        if name in project.tools:
+            continue  # reported above as duplicate-name
+        src = up.servers[str(up.server_of(name))].source
+        out.append(
+            Problem(
+                path=src.path,
+                line=src.line,
+                column=1,
+                code="server-tool-refused",
+                severity="warning",
+                message=why,
+            )
+        )
+    return out
 
 
 def include_upstream(project: Project) -> Project:

@@ -140,6 +140,20 @@ def test_upstream_tools_never_clash_with_local_tools_or_other_servers(
         other = h.call("a_b.c", {})
         assert other.is_error and '"a.b.c"' in (other.error or ""), other.error
     assert 'server "a_b"' in caplog.text and '"a.b.c"' in caplog.text
+    # validate --connect says the same, at the server's declaration.
+    from harness.upstream.check import connect
+
+    _listed, problems = connect(_project(root))
+    found = {(p.code, p.path) for p in problems if "left out" in p.message}
+    assert found == {("server-tool-refused", "harness.md")}, problems
+    assert any('"srv.z"' in p.message and '"srv_z"' in p.message for p in problems), problems
+    assert any('"a_b.c"' in p.message and '"a.b.c"' in p.message for p in problems), problems
+
+
+def _project(root: Path) -> Any:
+    from harness.validation import check_project
+
+    return check_project(root)
 
 
 def test_harness_schema_and_list_show_upstream_tools_without_clashes(tmp_path: Path) -> None:
