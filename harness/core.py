@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.artifacts.export import clash_message, export_clash, join_upstream
 from harness.artifacts.model import Project, ToolSpec
 from harness.audit import AuditLog
 from harness.errors import LoadError, UsageError
@@ -90,6 +91,7 @@ class Harness:
         self._upstream: Any = None
         self._upstream_seen = -1
         self._upstream_names: set[str] = set()
+        self._upstream_left_out: dict[str, str] = {}  # NAME.TOOL -> why (an export clash)
         if project.servers:
             from harness.upstream import Upstream
 
@@ -113,21 +115,14 @@ class Harness:
             # New dicts, not edits in place: a registry in use keeps the ones it has.
             tools = {n: t for n, t in self._tools.items() if n not in self._upstream_names}
             handlers = {n: h for n, h in self._handlers.items() if n not in self._upstream_names}
-            names: set[str] = set()
-            for name, spec in up.tools().items():
-                if name in tools:
-                    _log.error(
-                        'upstream tool "%s" (%s) is left out: a tool of that name is '
-                        "already defined in %s",
-                        name,
-                        spec.source.path,
-                        tools[name].source.path,
-                    )
-                    continue
-                tools[name] = spec
-                handlers[name] = up.handler(name)
-                names.add(name)
+            listed = up.tools()
+            tools, left_out = join_upstream(tools, listed, up.server_of)
+            for why in left_out.values():
+                _log.warning("%s", why)
+            names = {n for n in listed if n not in left_out}
+            handlers.update((name, up.handler(name)) for name in sorted(names))
             self._tools, self._handlers, self._upstream_names = tools, handlers, names
+            self._upstream_left_out = left_out
             self._upstream_seen = version
             self._registry = None
 
@@ -135,6 +130,10 @@ class Harness:
     def upstream(self) -> Any:
         """The upstream MCP servers (``harness.upstream.Upstream``), or None."""
         return self._upstream
+
+    def upstream_left_out(self, name: str) -> str | None:
+        """Why upstream tool ``name`` is not offered (it would export like another), or None."""
+        return self._upstream_left_out.get(name)
 
     @property
     def tools(self) -> dict[str, ToolSpec]:
@@ -229,6 +228,9 @@ class Harness:
                     f'tool "{spec.name}" is defined more than once '
                     f"({self._tools[spec.name].source.path} and {spec.source.path})"
                 )
+            other = export_clash(spec.name, self._tools)
+            if other is not None:
+                raise UsageError(clash_message(spec.name, other))
             self._tools[spec.name] = spec
             self._handlers[spec.name] = handler
             self._registry = None

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.artifacts.export import definitions as export_definitions
-from harness.artifacts.model import ToolSpec
+from harness.artifacts.export import without_clashes
+from harness.artifacts.model import Source, ToolSpec
 from harness.audit import log_event
 from harness.errors import BuiltinError, UsageError
 from harness.hooks import ChainOutcome
@@ -134,6 +135,15 @@ class Session:
         found = self._extra.get(name)
         up = self.harness.upstream
         if found is None and up is not None and up.server_of(name) is not None:
+            why = self.harness.upstream_left_out(name)
+            if why is not None:  # it would export like another tool: never offered
+                spec = ToolSpec(
+                    name=name,
+                    description=why,
+                    input_schema={"type": "object"},
+                    source=Source(path="<upstream>", layer="upstream"),
+                )
+                return spec, lambda args: {"error": why}
             # NAME.TOOL of a server not started yet: start it (first use).
             return up.resolve(name)
         return found
@@ -230,13 +240,14 @@ class Session:
         if self.surfaced:
             deferred = deferred_tools(self.harness)
             tools.update((n, deferred[n]) for n in sorted(self.surfaced) if n in deferred)
-        exported = {n.replace(".", "_") for n in tools}
-        for name, (spec, _) in self._extra.items():
-            if spec.enabled and name not in tools and policy_allows(self.harness.config, name):
-                if name.replace(".", "_") in exported:
-                    continue  # never two tools under one provider name (definitions() raises)
-                exported.add(name.replace(".", "_"))
-                tools[name] = spec
+        extra = [
+            name
+            for name, (spec, _) in self._extra.items()
+            if spec.enabled and name not in tools and policy_allows(self.harness.config, name)
+        ]
+        # Never two tools under one provider name (export.without_clashes, the one rule).
+        kept, _clashes = without_clashes(extra, tools)
+        tools.update((name, self._extra[name][0]) for name in kept)
         return dict(sorted(tools.items()))
 
     def definitions(self, format: str = "openai") -> list[dict[str, Any]]:

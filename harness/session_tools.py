@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.artifacts.export import export_clash, export_name
 from harness.artifacts.model import Parameter, Source, ToolSpec
 from harness.errors import BuiltinError
 from harness.meta import build_meta_tool
@@ -131,13 +132,12 @@ def register_meta_tool(self: Any, p: Mapping[str, Any]) -> dict[str, Any]:
 def _refuse_export_clash(self: Any, name: str) -> None:
     """OpenAI and Anthropic see "." as "_": two tools exporting as one name would make
     every later ``definitions()`` fail, so such a registration is refused."""
-    exported = name.replace(".", "_")
-    for other in (*self.harness.defined_tools, *self._extra):
-        if other != name and other.replace(".", "_") == exported:
-            raise BuiltinError(
-                f'meta.tool_register: tool "{name}" would export as "{exported}", like the '
-                f'existing tool "{other}" (providers see "." as "_"); choose another name'
-            )
+    other = export_clash(name, (*self.harness.defined_tools, *self._extra))
+    if other is not None:
+        raise BuiltinError(
+            f'meta.tool_register: tool "{name}" would export as "{export_name(name)}", like '
+            f'the existing tool "{other}" (providers see "." as "_"); choose another name'
+        )
 
 
 # -- tool_search (docs/spec.md §11) -------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 A compiled (Rust) validator accepts valid values (~0.3 µs); pure ``jsonschema`` runs
 only to explain a failure, with JSON paths and JSON wording (``arguments.json_message``).
+Both run schema patterns with a linear-time engine (``harness.artifacts.patterns``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.arguments import ArgumentShape, json_message, required_name, shape_for
+from harness.artifacts import patterns
 from harness.artifacts.problems import json_path
 
 TOO_DEEP = (
@@ -36,20 +38,16 @@ class ArgValidator:
 
     def problems(self, instance: Any) -> list[str]:
         if self._fast is None:
-            import jsonschema_rs  # lazy on purpose: see the class docstring
-
-            try:
-                # Never fetch a remote $ref at call time (validate refuses them too).
-                self._fast = jsonschema_rs.validator_for(dict(self.schema), retriever=_no_fetch)
-            except Exception as exc:  # noqa: BLE001 - a broken schema is a result, not a crash
-                return [f"$: the tool's schema cannot be compiled ({exc}); run harness validate"]
+            refused = self._compile()
+            if refused is not None:
+                return [refused]
         if self._fast.is_valid(instance):
             return []
         try:
             found = self._explain(instance)
         except RecursionError:
             return [TOO_DEEP]
-        except Exception:  # noqa: BLE001 - e.g. an ECMA-only pattern Python's re rejects
+        except Exception:  # noqa: BLE001 - e.g. an ECMA-only pattern RE2 spells otherwise
             try:
                 found = [
                     (json_path(e.instance_path), e.message)
@@ -59,14 +57,24 @@ class ArgValidator:
                 return [TOO_DEEP]
         return [f"{p}: {m}" for p, m in sorted(found)] or ["arguments do not match the schema"]
 
+    def _compile(self) -> str | None:
+        """Compile the accept path; why the schema cannot be used, or None. A pattern no
+        linear-time engine runs (lookarounds, backreferences) is named (validate reports
+        it up front, with the file and line)."""
+        refused = patterns.schema_problem(self.schema)
+        if refused is not None:
+            return f"$: the tool's schema cannot be compiled: {refused}"
+        try:
+            # Never fetch a remote $ref at call time (validate refuses them too).
+            self._fast = patterns.rs_validator(dict(self.schema), retriever=_no_fetch)
+        except Exception as exc:  # noqa: BLE001 - a broken schema is a result, not a crash
+            return f"$: the tool's schema cannot be compiled ({exc}); run harness validate"
+        return None
+
     def _explain(self, instance: Any) -> list[tuple[str, str]]:
         """Every problem with its JSON path, in jsonschema's wording (docs/spec.md §9)."""
-        if self._slow is None:
-            import jsonschema  # lazy on purpose: only failures need it
-
-            self._slow = jsonschema.Draft202012Validator(
-                dict(self.schema), format_checker=jsonschema.FormatChecker()
-            )
+        if self._slow is None:  # built on the first failure only: jsonschema is slow to import
+            self._slow = patterns.python_validator(self.schema, formats=True)
         found = []
         for err in self._slow.iter_errors(instance):
             path = json_path(err.absolute_path)

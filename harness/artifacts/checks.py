@@ -462,15 +462,14 @@ def name_problems(entry: Entry) -> Iterator[Problem]:
 def collisions(
     tools: Mapping[str, ToolSpec], where: Callable[[ToolSpec], tuple[str, int, int]]
 ) -> Iterator[Problem]:
-    """Tool names that become equal when a provider's export replaces ``.`` by ``_``."""
-    seen: dict[str, ToolSpec] = {}
-    for name in sorted(tools):
-        spec = tools[name]
-        exported = name.replace(".", "_")
-        other = seen.get(exported)
-        if other is None:
-            seen[exported] = spec
-            continue
+    """Tool names that become equal when a provider's export replaces ``.`` by ``_``
+    (:func:`harness.artifacts.export.without_clashes`, the one rule)."""
+    from harness.artifacts.export import export_name, without_clashes
+
+    _kept, clashes = without_clashes(sorted(tools))
+    for name, other_name in clashes:
+        spec, other = tools[name], tools[other_name]
+        exported = export_name(name)
         path, line, column = where(spec)
         opath, oline, _ = where(other)
         yield Problem(

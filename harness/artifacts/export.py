@@ -23,7 +23,7 @@ exported; ``loading: deferred`` tools only with ``include_deferred=True``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, cast
 
 from harness.artifacts.model import ToolSpec
@@ -68,10 +68,80 @@ MCP_ANNOTATIONS = {
 MCP_RESULT_KEY = "result"
 
 
+def export_name(name: str) -> str:
+    """The name OpenAI and Anthropic see (``^[a-zA-Z0-9_-]{1,64}$``): ``.`` → ``_``.
+
+    The one place this rule is spelled (``tests/security/test_attack3_export_names.py``
+    checks): every path deciding whether a tool can be exported asks
+    :func:`without_clashes` or :func:`export_clash`, which use it."""
+    return name.replace(".", "_")
+
+
 def provider_name(name: str, format: str) -> str:
-    """The name a provider sees: ``.`` → ``_`` for OpenAI and Anthropic, unchanged for MCP."""
+    """The name a provider sees: :func:`export_name` for OpenAI and Anthropic, the name
+    unchanged for MCP."""
     _check_format(format)
-    return name if format == "mcp" else name.replace(".", "_")
+    return name if format == "mcp" else export_name(name)
+
+
+def export_clash(name: str, others: Iterable[str]) -> str | None:
+    """The first of ``others`` (other than ``name`` itself) that exports as ``name`` does."""
+    mine = export_name(name)
+    return next((o for o in others if o != name and export_name(o) == mine), None)
+
+
+def clash_message(name: str, other: str, server: str | None = None) -> str:
+    """Why tool ``name`` (of upstream ``server``) is left out: it exports like ``other``."""
+    owner = f'tool "{name}" of upstream server "{server}"' if server else f'tool "{name}"'
+    fix = " with tools.deny in the server's declaration" if server else ""
+    return (
+        f'{owner} is left out: it would export as "{export_name(name)}", like the tool '
+        f'"{other}" (OpenAI and Anthropic see "." as "_"); rename or deny one of them{fix}'
+    )
+
+
+def without_clashes(
+    candidates: Iterable[str], taken: Iterable[str] = ()
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """The ``candidates`` (in order) that can be exported beside ``taken`` and the ones
+    kept before them, and ``(left out, the name it clashes with)`` for the others: two
+    tools never export under one provider name (``a.b`` and ``a_b`` for OpenAI)."""
+    owner: dict[str, str] = {export_name(t): t for t in taken}
+    kept: list[str] = []
+    clashes: list[tuple[str, str]] = []
+    for name in candidates:
+        exported = export_name(name)
+        other = owner.get(exported)
+        if other is not None and other != name:
+            clashes.append((name, other))
+            continue
+        owner[exported] = name
+        kept.append(name)
+    return kept, clashes
+
+
+def join_upstream(
+    tools: Mapping[str, ToolSpec],
+    listed: Mapping[str, ToolSpec],
+    server_of: Callable[[str], str | None],
+) -> tuple[dict[str, ToolSpec], dict[str, str]]:
+    """``tools`` with the ``listed`` upstream tools that can be offered beside them, and
+    why each other one is not: its name is taken, or it would export like another tool
+    (local tools win, then the first name in sorted order). The one join of upstream
+    tools, for a harness (``Harness._sync_upstream``) and the CLI (``include_upstream``)."""
+    joined = dict(tools)
+    left_out: dict[str, str] = {}
+    for name in listed:
+        if name in tools:
+            left_out[name] = (
+                f'upstream tool "{name}" is left out: a tool of that name is already '
+                f"defined in {tools[name].source.path}"
+            )
+    kept, clashes = without_clashes(sorted(n for n in listed if n not in tools), tools)
+    for name, other in clashes:
+        left_out[name] = clash_message(name, other, server_of(name))
+    joined.update((name, listed[name]) for name in kept)
+    return joined, left_out
 
 
 def exported(tools: Iterable[ToolSpec], *, include_deferred: bool = False) -> list[ToolSpec]:
@@ -89,15 +159,13 @@ def definitions(
     """
     _check_format(format)
     chosen = exported(tools, include_deferred=include_deferred)
-    seen: dict[str, str] = {}
-    for t in chosen:
-        pname = provider_name(t.name, format)
-        if pname in seen:
+    if format != "mcp":
+        _kept, clashes = without_clashes(t.name for t in chosen)
+        for name, other in clashes:
             raise UsageError(
-                f'tools "{seen[pname]}" and "{t.name}" both export as "{pname}" '
+                f'tools "{other}" and "{name}" both export as "{export_name(name)}" '
                 f"for {format}; rename one of them"
             )
-        seen[pname] = t.name
     return [definition(t, format) for t in chosen]
 
 
@@ -528,11 +596,11 @@ class _Stripper:
         return node
 
     def accepts_null(self, node: Any) -> bool:
-        import jsonschema
+        from harness.artifacts.patterns import python_validator
 
         try:
             if self._validator is None:
-                self._validator = jsonschema.Draft202012Validator(self.root)
+                self._validator = python_validator(self.root)
             return bool(self._validator.evolve(schema=node).is_valid(None))
         except Exception:  # unresolvable $ref and the like: the real validation reports it
             return False

@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any
 
 from harness.artifacts.model import Parameter
+from harness.artifacts.patterns import PatternError, pattern_problem, rs_validator, schema_problem
 from harness.artifacts.problems import Problem, a_type, as_json, json_path, suggest
 
 TYPES = ("string", "number", "integer", "boolean", "object", "array")
@@ -295,9 +296,7 @@ def unknown_keywords(
 @cache
 def meta_validator() -> Any:
     """A Draft 2020-12 metaschema validator, compiled once per process."""
-    import jsonschema_rs
-
-    return jsonschema_rs.validator_for({"$schema": METASCHEMA_URI, "$ref": METASCHEMA_URI})
+    return rs_validator({"$schema": METASCHEMA_URI, "$ref": METASCHEMA_URI})
 
 
 def schema_errors(schema: Any) -> Iterator[tuple[tuple[Any, ...], str]]:
@@ -349,14 +348,14 @@ def compile_error(schema: Mapping[str, Any]) -> BaseException | None:
 
     jsonschema-rs checks the schema against its metaschema while compiling, so a schema
     that compiles needs no separate metaschema pass: this one call is the fast path.
+    A pattern RE2 cannot run (``patterns.pattern_problem``) is a failure too.
     """
-    import jsonschema_rs
-
     try:
-        jsonschema_rs.validator_for(dict(schema), retriever=_refuse_remote)
+        rs_validator(dict(schema), retriever=_refuse_remote)
     except Exception as exc:  # noqa: BLE001 - any refusal is a finding
         return exc
-    return None
+    refused = schema_problem(schema)
+    return None if refused is None else PatternError(refused)
 
 
 def compile_errors(
@@ -410,26 +409,28 @@ def _walk(schema: Mapping[str, Any], root: str) -> Iterator[CompileError]:  # no
 
 @cache
 def regex_error(pattern: str) -> str | None:
-    """Why jsonschema-rs refuses ``pattern`` (ECMA-262 syntax), or None."""
+    """Why ``pattern`` cannot be used, or None: not a regular expression at all (ECMA-262
+    syntax), or one the linear-time engines cannot run (``patterns.pattern_problem``)."""
     import jsonschema_rs
 
     try:
-        jsonschema_rs.validator_for({"pattern": pattern})
+        # Only compiled, never run: tells "not a regular expression" from "not linear".
+        jsonschema_rs.validator_for(
+            {"pattern": pattern}, pattern_options=jsonschema_rs.FancyRegexOptions()
+        )
     except Exception:  # noqa: BLE001 - any refusal is the answer
         return (
             f'"{pattern}" is not a valid regular expression; patterns use ECMA-262 '
             "(JavaScript) syntax: escape a literal ( ) [ ] { } with a backslash"
         )
-    return None
+    return pattern_problem(pattern)
 
 
 @cache
 def _bundled(uri: str) -> bool:
     """True for the URIs jsonschema-rs resolves offline (the Draft metaschemas)."""
-    import jsonschema_rs
-
     try:
-        jsonschema_rs.validator_for({"$ref": uri}, retriever=_refuse_remote)
+        rs_validator({"$ref": uri}, retriever=_refuse_remote)
     except Exception:  # noqa: BLE001
         return False
     return True

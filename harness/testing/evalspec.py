@@ -15,6 +15,7 @@ from harness.artifacts.frontmatter import split
 from harness.artifacts.model import Problem, Project
 from harness.artifacts.problems import a_type, suggest
 from harness.config import parse_config
+from harness.testing.paths import static_problems
 from harness.testing.spec import SETUP_KEYS, Setup, _Parser
 
 EVALS_DIR = ".harness/evals"
@@ -147,6 +148,12 @@ def parse_eval(  # noqa: C901
                 continue
             grades.append((kind, value, line))
         setup = p.setup(where, item, base)
+        for message in static_problems(setup.config):
+            p.add(
+                (*where, "config") if "config" in item else ("config",),
+                "test-config-path",
+                f'case "{name}": {message}',
+            )
         if project is not None and setup.config:
             for problem in parse_config(setup.config, project.root)[1]:
                 if problem.severity == "error":

@@ -30,6 +30,7 @@ from harness.hooks import HookChain
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.session import Session
 from harness.testing import expect as check
+from harness.testing.paths import check_copy
 from harness.testing.report import Outcome as Reported
 from harness.testing.settle import SettleCheck, isolated, rerun
 from harness.testing.spec import (
@@ -323,6 +324,7 @@ class Runner:
             data = _merge(data, {"clock": {"fixed": setup.now}})
         config, problems = parse_config(data, copy)
         errors = [p.message for p in problems if p.severity == "error"]
+        errors.extend(check_copy(config, copy, setup.config))
         if errors:
             raise check.CaseError("the case's configuration is invalid: " + "; ".join(errors))
         config = replace(config, env_values=tuple(sorted(setup.env.items())))

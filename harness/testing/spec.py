@@ -18,6 +18,7 @@ from harness.artifacts.frontmatter import KeyLines, split
 from harness.artifacts.model import Problem, Project
 from harness.artifacts.problems import EXTENSIONS, a_type, extensions_problem, own_metadata, suggest
 from harness.config import KNOWN_KEYS, parse_config
+from harness.testing.paths import static_problems
 
 TESTS_DIR = ".harness/tests"
 FILE_KEYS = ("cases", "config", "env", "files", "now")
@@ -520,6 +521,17 @@ def check_config(tf: TestFile, root: Path) -> list[Problem]:
                     message=f'case "{case.name}": config key "{key}" cannot be '
                     f"overridden{suggest(key, KNOWN_KEYS)}; config: takes "
                     "harness.md settings such as limits, exec, network, clock",
+                )
+            )
+        for message in static_problems(overrides):
+            out.append(
+                Problem(
+                    path=tf.path,
+                    line=case.setup.config_line or case.line,
+                    column=1,
+                    severity="error",
+                    code="test-config-path",
+                    message=f'case "{case.name}": {message}',
                 )
             )
         _cfg, problems = parse_config(overrides, root)

@@ -7,13 +7,17 @@ the file and line of the declaration; the servers are stopped before it returns.
 from __future__ import annotations
 
 import fnmatch
+import logging
 from dataclasses import replace
 from typing import Any
 
-from harness.artifacts.model import Problem, Project, ToolSpec
+from harness.artifacts.export import join_upstream
+from harness.artifacts.model import Problem, Project
 from harness.artifacts.params import compile_error
 from harness.upstream.connection import UpstreamFailure
 from harness.upstream.source import Upstream
+
+log = logging.getLogger("harness.upstream")
 
 
 def connect(project: Project) -> tuple[dict[str, list[str]], list[Problem]]:  # noqa: C901
@@ -51,6 +55,8 @@ def connect(project: Project) -> tuple[dict[str, list[str]], list[Problem]]:  # 
                     "server-tool-name",
                     "warning",
                 )
+            for why in listing.refused.values():
+                problem(why, "server-tool-refused", "warning")
             upstream_names = set(listing.upstream.values())
             for pattern in spec.allow:
                 if pattern != "*" and not any(
@@ -90,9 +96,32 @@ def connect(project: Project) -> tuple[dict[str, list[str]], list[Problem]]:  # 
                             "server-tool-schema",
                             "warning",
                         )
+        problems.extend(_export_clashes(project, up))
     finally:
         up.close()
     return listed, problems
+
+
+def _export_clashes(project: Project, up: Upstream) -> list[Problem]:
+    """Upstream tools left out because they would export like a local tool or a tool of
+    another server (``export.join_upstream``, the rule a run applies)."""
+    out = []
+    _joined, left_out = join_upstream(project.tools, up.tools(), up.server_of)
+    for name, why in left_out.items():
+        if name in project.tools:
+            continue  # reported above as duplicate-name
+        src = up.servers[str(up.server_of(name))].source
+        out.append(
+            Problem(
+                path=src.path,
+                line=src.line,
+                column=1,
+                code="server-tool-refused",
+                severity="warning",
+                message=why,
+            )
+        )
+    return out
 
 
 def include_upstream(project: Project) -> Project:
@@ -102,9 +131,9 @@ def include_upstream(project: Project) -> Project:
     up = Upstream(project.servers, project.config)
     try:
         up.start_all()
-        tools: dict[str, ToolSpec] = dict(project.tools)
-        for name, spec in up.tools().items():
-            tools.setdefault(name, spec)
+        tools, left_out = join_upstream(project.tools, up.tools(), up.server_of)
     finally:
         up.close()
+    for why in left_out.values():
+        log.warning("%s", why)
     return replace(project, tools=dict(sorted(tools.items())))

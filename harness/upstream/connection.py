@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from harness.artifacts.patterns import install as install_linear_patterns
 from harness.artifacts.servers import ServerSpec
 
 log = logging.getLogger("harness.upstream")
@@ -96,6 +97,9 @@ class Connection:
     async def start(self) -> None:
         from mcp import Client
 
+        # The client checks structured results against the server's outputSchema with
+        # pure-Python jsonschema: its patterns must run on RE2, never backtrack.
+        install_linear_patterns()
         self._stop = asyncio.Event()
         self._ready = asyncio.get_running_loop().create_future()
 

@@ -7,10 +7,12 @@ import asyncio
 import fnmatch
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from harness.artifacts import patterns
 from harness.artifacts.checks import NAME_RE
+from harness.artifacts.export import FORMATS, clash_message, definition, without_clashes
 from harness.artifacts.model import Source, ToolSpec
 from harness.artifacts.servers import ServerSpec
 
@@ -31,12 +33,15 @@ class Listing:
     specs: Mapping[str, ToolSpec]  # NAME.TOOL -> spec
     upstream: Mapping[str, str]  # NAME.TOOL -> the upstream tool name
     skipped: tuple[str, ...] = ()  # upstream names that cannot be harness tool names
+    # NAME.TOOL -> why harness refuses the tool (a call of it answers this)
+    refused: Mapping[str, str] = field(default_factory=dict)
 
 
 def build_listing(spec: ServerSpec, tools: list[Any]) -> Listing:
     specs: dict[str, ToolSpec] = {}
     upstream: dict[str, str] = {}
     skipped = []
+    refused: dict[str, str] = {}
     for t in tools:
         if not any(fnmatch.fnmatchcase(t.name, p) for p in spec.allow) or any(
             fnmatch.fnmatchcase(t.name, p) for p in spec.deny
@@ -53,21 +58,26 @@ def build_listing(spec: ServerSpec, tools: list[Any]) -> Listing:
                 full,
             )
             continue
-        ann = None
-        if t.annotations is not None:
-            raw = t.annotations.model_dump(by_alias=True, exclude_none=True)
-            ann = {_HINTS[k]: v for k, v in raw.items() if k in _HINTS}
-        specs[full] = ToolSpec(
-            name=full,
-            description=t.description or t.title or full,
-            input_schema=dict(t.input_schema or {"type": "object"}),
-            returns=dict(t.output_schema) if t.output_schema else None,
-            annotations=ann or None,
-            timeout_ms=spec.timeout_for(t.name),
-            source=server_source(spec),
-        )
+        tool = _tool_spec(spec, full, t)
+        why = _refusal(t, tool)
+        if why is not None:
+            refused[full] = f'tool "{full}" of upstream server "{spec.name}" is refused: {why}'
+            log.warning("%s", refused[full])
+            continue
+        specs[full] = tool
         upstream[full] = t.name
-    return Listing(specs=dict(sorted(specs.items())), upstream=upstream, skipped=tuple(skipped))
+    # Two tools of one listing under one provider name (x.y and x_y): the first stays.
+    kept, clashes = without_clashes(sorted(specs))
+    for name, other in clashes:
+        refused[name] = clash_message(name, other, spec.name)
+        log.warning("%s", refused[name])
+    specs = {name: specs[name] for name in kept}
+    return Listing(
+        specs=dict(sorted(specs.items())),
+        upstream=upstream,
+        skipped=tuple(skipped),
+        refused=refused,
+    )
 
 
 def server_source(spec: ServerSpec) -> Source:
@@ -125,3 +135,34 @@ def describe(exc: BaseException) -> str:
         return describe(exc.exceptions[0])
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _tool_spec(spec: ServerSpec, full: str, t: Any) -> ToolSpec:
+    ann = None
+    if t.annotations is not None:
+        raw = t.annotations.model_dump(by_alias=True, exclude_none=True)
+        ann = {_HINTS[k]: v for k, v in raw.items() if k in _HINTS}
+    return ToolSpec(
+        name=full,
+        description=t.description or t.title or full,
+        input_schema=dict(t.input_schema or {"type": "object"}),
+        returns=dict(t.output_schema) if t.output_schema else None,
+        annotations=ann or None,
+        timeout_ms=spec.timeout_for(t.name),
+        source=server_source(spec),
+    )
+
+
+def _refusal(t: Any, tool: ToolSpec) -> str | None:
+    """Why harness cannot offer ``tool``: a pattern no linear engine runs, or a schema
+    no export format can express (nothing a server lists may raise out of a run)."""
+    for key, schema in (("inputSchema", t.input_schema), ("outputSchema", t.output_schema)):
+        why = patterns.schema_problem(schema) if schema else None
+        if why is not None:
+            return f"its {key} has a {why}"
+    for fmt in FORMATS:
+        try:
+            definition(tool, fmt)
+        except Exception as exc:  # noqa: BLE001 - any failure is the answer
+            return f"its inputSchema cannot be exported for {fmt} ({type(exc).__name__}: {exc})"
+    return None

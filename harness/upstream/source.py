@@ -281,7 +281,17 @@ class Upstream:
             )
             message = str(exc)
             return spec, lambda args: {"error": message}
-        found = self._listings[name].specs.get(tool)
+        listing = self._listings[name]
+        found = listing.specs.get(tool)
+        if found is None and tool in listing.refused:
+            why = listing.refused[tool]
+            refused = ToolSpec(
+                name=tool,
+                description=why,
+                input_schema={"type": "object"},
+                source=server_source(self.servers[name]),
+            )
+            return refused, lambda args: {"error": why}
         return None if found is None else (found, self.handler(tool))
 
     def handler(self, tool: str) -> Callable[[dict[str, Any]], Any]:

@@ -439,7 +439,7 @@ _NAMES = [
 def test_fast_matcher_agrees_with_check_file(
     rules: list[str], path: list[str], is_dir: bool
 ) -> None:
-    spec = _search._spec("\n".join(rules).encode())
+    spec = _search._spec("\n".join(rules).encode(), ".gitignore", "fs.grep")
     if spec is None:
         return
     rel = "/".join(path) + ("/" if is_dir else "")

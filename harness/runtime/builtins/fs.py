@@ -435,7 +435,7 @@ def list_(ctx: CallContext, path: Any = ".", include_ignored: Any = True) -> lis
     try:
         with os.scandir(fd) as it:
             names = sorted(e.name for e in it)
-        ignores = None if include_ignored else _s.start_ignores(jail, real, fd)
+        ignores = None if include_ignored else _s.start_ignores(jail, real, fd, "fs.list")
         for name in names:
             rel = f"{real}/{name}" if real else name
             got = _entry(jail, fd, name, rel)
@@ -480,7 +480,7 @@ def _walk(
     """(dir_fd, name, workspace-relative path, kind) of the entries below the directory
     ``fd`` (resolved path ``real``) matching ``parts``, in path order (``sort``) or in
     the file system's; see :mod:`._search`."""
-    ignores = None if include_ignored else _s.start_ignores(jail, real)
+    ignores = None if include_ignored else _s.start_ignores(jail, real, who=name)
     walk = _s.Walk(
         jail,
         _s.Pattern(parts),
@@ -488,6 +488,7 @@ def _walk(
         tick=functools.partial(_deadline, ctx, name),
         files_only=files_only,
         sort=sort,
+        who=name,
     )
     return walk.run(fd, real)
 
