@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from harness.artifacts.domains import entry_problem
 from harness.artifacts.problems import Problem, a_type, as_json, suggest
 
 ALWAYS_PROTECTED = (".harness", "harness.md", ".git")
@@ -426,6 +427,10 @@ def _section(
             else:
                 kept.append(entry)
         section = replace(section, mounts=tuple(kept))
+    for entry in section.allowed_domains if key == "network" else ():
+        why = entry_problem(entry)
+        if why:
+            yield ConfigFinding(key, f"config {why}", "allowed_domains")
     if key == "clock" and section.fixed is not None:
         from datetime import datetime
 
