@@ -186,3 +186,102 @@ def message(what: str, limit: int = MAX_NESTING) -> str:
         "calls, conditions or blocks); the Starlark parser would overflow its stack. "
         "Split it into smaller expressions, variables or functions"
     )
+
+
+# -- values -------------------------------------------------------------------------
+#
+# Values nest at run time too: a script building ``x = [x]`` in a loop, a model sending
+# arguments 1,100 arrays deep, an upstream server or an ``http.*`` answer with deep JSON.
+# Deep values overflow recursive code on both sides of the boundary (Python's json and
+# jsonschema raise RecursionError; starlark-rust's json.encode overflows the native
+# stack at about 300 levels on 8 MiB, 27 KiB per level). :func:`value_problem` is the
+# one rule for every value crossing into or out of a script: arguments, results, hook
+# payloads and decisions, built-in results, model arguments, upstream results, JSON
+# from ``http.*`` (tests/security/test_value_nesting.py walks every path).
+
+MAX_VALUE_DEPTH = 64
+_NESTED = (dict, list, tuple)
+
+
+def value_depth_path(value: object, limit: int = MAX_VALUE_DEPTH) -> str | None:
+    """The JSON path (``$.a[0]...``) of a container nested deeper than ``limit`` levels
+    in ``value``, or None. Iterative (level by level): never recurses, whatever the depth;
+    a cyclic value counts as too deep."""
+    if not isinstance(value, _NESTED):
+        return None
+    level: list[object] = [value]
+    for _depth in range(limit):
+        inner: list[object] = []
+        append = inner.append
+        for item in level:
+            for child in item.values() if isinstance(item, dict) else item:  # type: ignore[attr-defined]
+                kind = type(child)
+                if kind is dict or kind is list or kind is tuple or _subclass(kind):
+                    append(child)
+        if not inner:
+            return None
+        level = inner
+    return _path_to_depth(value, limit + 1)
+
+
+def _subclass(kind: type) -> bool:
+    """A subclass of dict, list or tuple (exact types are checked inline, first)."""
+    return kind not in _SCALARS and issubclass(kind, _NESTED)
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None), bytes))
+
+
+def _path_to_depth(value: object, depth: int) -> str:
+    """The path of a container at ``depth`` (one exists: found by the walk above)."""
+    stack: list[tuple[object, str, int]] = [(value, "$", 1)]
+    while stack:
+        item, path, level = stack.pop()
+        if level >= depth:
+            return path
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)  # type: ignore[arg-type]
+        for key, child in pairs:
+            if isinstance(child, _NESTED):
+                step = f"[{key}]" if isinstance(key, int) else _key(key)
+                stack.append((child, path + step, level + 1))
+    return "$"  # pragma: no cover - unreachable when the walk found a deeper level
+
+
+def _key(key: object) -> str:
+    text = str(key)
+    return f".{text}" if text.isidentifier() else f"[{text[:40]!r}]"
+
+
+def value_problem(value: object, what: str, limit: int = MAX_VALUE_DEPTH) -> str | None:
+    """The one nesting rule for values: the error message for ``what`` (``arguments for
+    tool "x"``, ``the result of tool "x"`` ...) when ``value`` nests deeper than ``limit``
+    levels of objects and arrays, else None."""
+    path = value_depth_path(value, limit)
+    if path is None:
+        return None
+    return f"{what} nests too deeply: {path} is deeper than {limit} levels {_OF}"
+
+
+_OF = (
+    "of objects and arrays (the limit for every value passed into or out of a script, "
+    "a tool or a model)"
+)
+
+
+def too_deep_to_decode(what: str) -> str:
+    """:func:`value_problem`'s message for JSON too deep for Python's decoder (no path)."""
+    return f"{what} nests too deeply: deeper than {MAX_VALUE_DEPTH} levels {_OF}"
+
+
+def loads(text: str | bytes, what: str) -> tuple[object, str | None]:
+    """``(value, None)`` for JSON text whose value passes :func:`value_problem`, else
+    ``(None, message)``; JSON too deep for Python's own decoder says the same. Other
+    decoding errors raise ``ValueError`` as ``json.loads`` does."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return None, too_deep_to_decode(what)
+    problem = value_problem(value, what)
+    return (None, problem) if problem else (value, None)
