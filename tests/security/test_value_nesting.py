@@ -185,3 +185,28 @@ def test_model_arguments_nested_deeply_become_an_error_result_the_model_sees(
     assert 'arguments for tool \\"add\\" nests too deeply' in text or (
         'arguments of tool \\"add\\" nests too deeply' in text
     ), text[:2000]
+
+
+def test_harness_serve_over_stdio_survives_the_million_levels(tmp_path: Path) -> None:
+    """The review's reproduction: ``harness serve`` with ``inprocess`` and meta on."""
+    import anyio
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
+    from serve_helpers import stdio_session, tool_text
+
+    root = _project(tmp_path / "proj", "inprocess")
+
+    async def go() -> None:
+        async with stdio_session(root) as s:
+            done = await s.call_tool("register", {"name": "deep", "script": DEEP_STR})
+            assert not done.is_error, tool_text(done)
+            got = await s.call_tool("deep", {})
+            assert got.is_error and tool_text(got).startswith('tool "deep" crashed (signal 11')
+            again = await s.call_tool(
+                "register", {"name": "fine", "script": "def run(a):\n  return 7\n"}
+            )
+            assert not again.is_error, tool_text(again)
+            fine = await s.call_tool("fine", {})
+            assert not fine.is_error and tool_text(fine) == "7"
+
+    anyio.run(go)
