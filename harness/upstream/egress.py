@@ -269,7 +269,7 @@ async def _read_request(reader: asyncio.StreamReader, conn: h11.Connection) -> h
             raise asyncio.IncompleteReadError(head, None)
         head += data
         end = head.find(b"\r\n\r\n")
-        checked = head[: end + 4] if end >= 0 else head[:-1]  # a CR may end a read
+        checked = head[: end + 4] if end >= 0 else head.removesuffix(b"\r")  # LF may follow
         if _BAD_LINE_END.search(checked):
             raise Refused(400, "malformed request: every header line must end with CRLF")
         if len(head) > _MAX_HEAD and end < 0:

@@ -264,3 +264,37 @@ def test_http_builtins_honour_a_port_entry() -> None:
     assert str(_check("http.get", httpx.URL("http://localhost:8081/"), allowed)).startswith(
         ("127.", "::1")
     )
+
+
+def test_a_request_split_across_many_reads_still_passes() -> None:
+    async def main() -> tuple[bytes, list[bytes]]:
+        seen: list[bytes] = []
+        server, port = await _backend(seen)
+        proxy = EgressProxy("s", (f"127.0.0.1:{port}",))
+        await proxy.start()
+        try:
+            reader, writer = await asyncio.open_unix_connection(proxy.socket)
+            request = (
+                f"GET http://127.0.0.1:{port}/x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                "Accept: */*\r\n\r\n"
+            ).encode()
+            for i in range(0, len(request), 3):  # CR and LF land in different reads
+                writer.write(request[i : i + 3])
+                await writer.drain()
+                await asyncio.sleep(0.01)
+            answer = b""
+            try:
+                while chunk := await asyncio.wait_for(reader.read(65536), 1.5):
+                    answer += chunk
+            except TimeoutError:
+                pass
+            writer.close()
+            await asyncio.sleep(1.2)
+        finally:
+            await proxy.stop()
+            server.close()
+        return answer, seen
+
+    answer, seen = asyncio.run(main())
+    assert b"200 OK" in answer, answer
+    assert seen and seen[0].startswith(b"GET http://127.0.0.1:")
