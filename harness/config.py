@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple, get_type_hints
 
+from harness.artifacts.domains import entry_problem
 from harness.artifacts.problems import EXTENSION_PREFIX, Problem, a_type, as_json, suggest
 from harness.config_mounts import mount_problem
 from harness.config_serve import ServeConfig, serve_schema, serve_section
@@ -355,6 +356,10 @@ def _section_rules(key: str, section: Any, root: Path) -> Generator[ConfigFindin
             else:
                 kept.append(entry)
         section = replace(section, mounts=tuple(kept))
+    for entry in section.allowed_domains if key == "network" else ():
+        why = entry_problem(entry)
+        if why:
+            yield ConfigFinding(key, f"config {why}", "allowed_domains")
     if key == "clock" and section.fixed is not None:
         from datetime import datetime
 

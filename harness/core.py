@@ -85,6 +85,7 @@ class Harness:
         # threads (so a call_many in flight cannot hold up the exit).
         self._runtimes: list[ScriptRuntime] = [runtime] if runtime is not None else []
         self._host: ScriptRuntime | None = None
+        self._meta: ScriptRuntime | None = None  # inprocess: the pool of model-written tools
         self._finalizer = weakref.finalize(self, _shutdown, self._runtimes, self._audit)
         _stop_before_thread_join(self._finalizer)
         # Upstream MCP servers (harness/upstream/): their tools join self._tools on use.
@@ -249,6 +250,20 @@ class Harness:
                     self._runtimes.append(self._runtime)
         return self._runtime
 
+    def _untrusted_runtime(self) -> ScriptRuntime:
+        """Where tools a model registered run: the worker pool, whatever the isolation
+        (a script can crash the process it runs in: SIGSEGV on a value nested 1,000,000
+        deep; only a worker process contains that)."""
+        if self.config.runtime.isolation == "process":
+            return self.runtime
+        with self._runtime_lock:
+            if self._meta is None:
+                from harness.runtime.workers import ProcessRuntime
+
+                self._meta = ProcessRuntime(self.config)
+                self._runtimes.append(self._meta)
+            return self._meta
+
     @property
     def registry(self) -> Registry:
         if self._upstream is not None and self._upstream.version != self._upstream_seen:
@@ -261,6 +276,7 @@ class Harness:
                 runtime=self.runtime,
                 chain=self._chain,
                 handlers=dict(self._handlers),
+                untrusted=self._untrusted_runtime,
             )
         return reg
 

@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from harness.runtime.nesting import MAX_VALUE_DEPTH, value_depth_path
+
 Spill = Callable[[str], "str | None"]  # full text -> reference, or None when not kept
 
 
@@ -57,8 +59,8 @@ def json_problem(value: Any, path: str = "$", depth: int = 0) -> str | None:
         if type(value) is float and (value != value or value in (float("inf"), float("-inf"))):
             return f"{path} is {value!r}"
         return None
-    if depth > 100:
-        return f"{path} is nested more than 100 levels deep"
+    if depth == 0 and (deep := value_depth_path(value)) is not None:
+        return f"{deep} is nested more than {MAX_VALUE_DEPTH} levels deep"  # the one rule
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             bad = json_problem(v, f"{path}[{i}]", depth + 1)

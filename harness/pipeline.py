@@ -36,6 +36,7 @@ from harness.results import ToolCall, ToolResult, make_result
 from harness.runtime.builtins.session_state import Scratchpad
 from harness.runtime.builtins.session_state import serve as serve_state
 from harness.runtime.context import CacheStore, CallContext, Outcome, make_context
+from harness.runtime.nesting import value_problem
 
 
 class CallEnv(Protocol):
@@ -120,6 +121,9 @@ def validate(c: Call, plan: ToolPlan, args: Mapping[str, Any]) -> Mapping[str, A
             f'invalid arguments for tool "{c.name}": $: arguments must be a JSON '
             f"object, got {type(args).__name__}"
         )
+    deep = value_problem(args, f'the arguments of tool "{c.name}"')  # before any recursion
+    if deep is not None:
+        raise Stop(deep)
     shape = plan.arguments.shape  # arguments.py: defaults and declared names
     if shape is not None:
         if shape.fills:
@@ -178,14 +182,17 @@ def execute(c: Call, plan: ToolPlan, args: Mapping[str, Any]) -> tuple[Any, str 
             value = plan.handler(dict(args))
             if inspect.isawaitable(value):
                 value = _await(value)
-            bad = json_problem(value)
+            bad = value_problem(value, f'the result of tool "{name}"')
             if bad:
+                value, error = None, bad
+            elif bad := json_problem(value):
                 value, error = None, f'tool "{name}" returned a value that is not JSON: {bad}'
         except Exception as exc:  # noqa: BLE001 - a handler failure is a result
             error = f'tool "{name}" failed: {type(exc).__name__}: {exc}'
     elif plan.spec.script:
         spec = plan.spec
-        out = c.reg.runtime.run_tool(
+        runtime = c.reg.runtime if spec.source.layer != "meta" else c.reg.untrusted()
+        out = runtime.run_tool(
             plan.spec.script,
             spec.source.path,
             spec.script_line or 1,

@@ -69,6 +69,7 @@ class Registry:
         "config",
         "tools",
         "runtime",
+        "untrusted",
         "chain",
         "handlers",
         "plans",
@@ -84,10 +85,14 @@ class Registry:
         runtime: ScriptRuntime,
         chain: HookChain,
         handlers: Mapping[str, Handler] | None = None,
+        untrusted: Callable[[], ScriptRuntime] | None = None,
     ) -> None:
         self.config = config
         self.tools = dict(tools)
         self.runtime = runtime
+        # The runtime of scripts a model wrote (meta.tool_register): always a worker
+        # process, also under runtime.isolation: inprocess (see docs/isolation.md).
+        self.untrusted = untrusted or (lambda: runtime)
         self.chain = chain
         self.handlers = dict(handlers or {})
         self._allowed: dict[str, bool] = {}

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from harness.errors import HarnessError, UsageError
 from harness.results import ToolResult
+from harness.runtime import nesting
 
 from .sse import Event
 
@@ -137,12 +138,14 @@ def parse_arguments(raw: str, name: str) -> tuple[dict[str, Any] | None, str | N
     if raw.strip() == "":
         return {}, None
     try:
-        value = json.loads(raw)
+        value, deep = nesting.loads(raw, f'the arguments of tool "{name}"')  # the one rule
     except ValueError as exc:
         return None, (
             f'invalid arguments for tool "{name}": not valid JSON ({exc}); '
             f"send the arguments as one JSON object"
         )
+    if deep is not None:
+        return None, f'invalid arguments for tool "{name}": {deep}'
     if not isinstance(value, dict):
         return None, (
             f'invalid arguments for tool "{name}": expected a JSON object, '
@@ -159,10 +162,20 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 def decode_event(data: str, provider: str) -> Any:
     try:
         return json.loads(data)
+    except RecursionError:
+        raise ProviderError(too_deep(provider, "an event")) from None
     except ValueError:
         raise ProviderError(
             f"{provider} stream sent an event that is not JSON: {excerpt(data, 200)}"
         ) from None
+
+
+def too_deep(provider: str, what: str) -> str:
+    """A provider answer too deep to decode at all (its tool calls cannot even be read)."""
+    return (
+        f"{provider} sent {what} nested too deeply to decode (more than "
+        f"{nesting.MAX_VALUE_DEPTH} levels of objects and arrays are refused)"
+    )
 
 
 def error_message(body: Any) -> str | None:

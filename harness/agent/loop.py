@@ -47,6 +47,7 @@ from .base import (
     error_message,
     excerpt,
     is_loopback,
+    too_deep,
 )
 from .events import LoopHooks
 from .openai import OpenAIAdapter
@@ -356,6 +357,8 @@ class _Loop:
                 raw = resp.read().decode("utf-8", "replace")
                 try:
                     data = json.loads(raw)
+                except RecursionError:
+                    raise ProviderError(too_deep(adapter.provider, "an answer")) from None
                 except ValueError:
                     raise ProviderError(
                         f"{adapter.provider} answered {url} with neither an event stream nor "
@@ -375,7 +378,7 @@ class _Loop:
         raw = resp.read()[:20000].decode("utf-8", "replace")
         try:
             detail = error_message(json.loads(raw)) or excerpt(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             detail = excerpt(raw)
         msg = (
             f"{self.adapter.provider} API error: HTTP {resp.status_code} "

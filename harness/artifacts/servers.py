@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.artifacts.checks import Entry, unknown_keys
+from harness.artifacts.domains import entry_problem
 from harness.artifacts.model import (  # noqa: F401 - the specs: re-exported
     DEFAULT_RETRY,
     DEFAULT_TIMEOUT_MS,
@@ -176,6 +177,9 @@ def build(entry: Entry) -> tuple[ServerSpec, list[Problem]]:  # noqa: C901
             bad(("network",), "network must be {allowed_domains: [domain, ...]}")
         else:
             values["allowed_domains"] = tuple(domains)
+            for domain in domains:
+                if (why := entry_problem(domain)) is not None:
+                    bad(("network", "allowed_domains"), why)
     enabled = data.get("enabled")
     if enabled is not None:
         if not isinstance(enabled, bool):

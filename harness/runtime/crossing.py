@@ -7,6 +7,13 @@ sixth of that. So a tool's ``run`` is called through a small wrapper compiled in
 its module (:data:`WRAPPER`): a list or dict result is encoded in Starlark, decoded
 once in Python, and anything else comes back as before.
 
+Depth: starlark-rust's ``json.encode`` recurses on the native stack with about 27 KiB
+per level (a list 300 levels deep overflows 8 MiB: SIGSEGV). The wrapper encodes only
+a value it has seen to be at most :data:`MAX_JSON_DEPTH` levels deep: fewer brackets in
+its ``repr`` than that, or a level-by-level walk in Starlark (no recursion); anything
+deeper takes the plain conversion (which stops at 1,000 levels with an error) and then
+the nesting rule (``nesting.value_problem``) in the engine.
+
 Exactness: the wrapper uses the JSON text only when ``json.decode(text) == value`` in
 Starlark, i.e. when the value survives the round trip unchanged. Big integers, floats
 (shortest round-trip form on both sides), unicode and nesting pass; tuples and
@@ -37,15 +44,39 @@ from typing import Any
 
 import starlark as sl
 
+from harness.runtime import nesting
+
 ENTRY = "harness_run_json"
 MIN_JSON_CHARS = 24  # below this (a key or two) the plain conversion is as fast
 FILENAME = "<harness-result>"
+MAX_JSON_DEPTH = nesting.MAX_VALUE_DEPTH
 WRAPPER = f"""
 MIN_JSON_CHARS = {MIN_JSON_CHARS}
+def __harness_shallow(value):
+    level = [value]
+    for _ in range({MAX_JSON_DEPTH}):
+        inner = []
+        for item in level:
+            if type(item) == "dict":
+                item = item.values()
+            for x in item:
+                t = type(x)
+                if t == "list" or t == "dict":
+                    inner.append(x)
+                elif t == "tuple" or t == "struct":
+                    return False  # never equal to what json.decode makes: the plain path
+        if not inner:
+            return True
+        level = inner
+    return False
 def {ENTRY}(args):
     value = run(args)
     kind = type(value)
-    if (kind == "list" or kind == "dict") and "None: " not in repr(value):
+    shown = repr(value) if kind == "list" or kind == "dict" else ""
+    if shown and "None: " not in shown and (
+        shown.count("[") + shown.count("{{") + shown.count("(") < {MAX_JSON_DEPTH}
+        or __harness_shallow(value)
+    ):
         text = __harness_native_json.encode(value)
         if len(text) >= MIN_JSON_CHARS and __harness_native_json.decode(text) == value:
             __harness_json(text)

@@ -100,8 +100,11 @@ class _Bound:
         self.fn = fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for arg in (*args, *kwargs.values()) if args or kwargs else ():
+            if type(arg) in _NESTED:
+                _bounded(arg, f"an argument of {self.name}()")
         try:
-            return self.fn(_ctx.get(), *args, **kwargs)
+            value = self.fn(_ctx.get(), *args, **kwargs)
         except BuiltinError:
             raise
         except TypeError as exc:
@@ -110,6 +113,19 @@ class _Bound:
             msg = _ARITY.sub(lambda m: f"{m.group(1)}{int(m.group(2)) - 1}", str(exc))
             msg = msg.replace(self.fn.__name__ + "()", "").strip()
             raise BuiltinError(f"{self.name}(): {msg}") from None
+        if type(value) in _NESTED:
+            _bounded(value, f"the value {self.name}() returned")
+        return value
+
+
+_NESTED = (dict, list, tuple)
+
+
+def _bounded(value: Any, what: str) -> None:
+    """Raise the nesting rule's message (a script error) for a value too deep."""
+    problem = nesting.value_problem(value, what)
+    if problem is not None:
+        raise BuiltinError(problem)
 
 
 def _cancelled() -> bool:
@@ -125,6 +141,9 @@ _ARITY = re.compile(r"(takes (?:from \d+ to )?|but |at (?:least|most) )(\d+)")
 
 
 def _print(*args: Any, sep: str = " ", **_: Any) -> None:
+    for arg in args:
+        if type(arg) in _NESTED:
+            _bounded(arg, "an argument of print()")
     ctx = _ctx.get(None)
     text = sep.join(a if isinstance(a, str) else repr(a) for a in args)
     if ctx is not None and ctx.log is not None:
@@ -273,6 +292,9 @@ class Engine:
     ) -> Outcome:
         """Compile if needed, then call ``entry(*args)``. Never raises for script faults."""
         start = _monotonic()
+        deep = _deep_args(args, kind, ctx, filename, start)
+        if deep is not None:
+            return deep
         outer = ctx.deadline
         if timeout_ms > 0:
             deadline = start + timeout_ms * 0.001
@@ -308,7 +330,35 @@ class Engine:
         finally:
             _ctx_reset(token)
             ctx.deadline = outer
+        if type(value) in _NESTED:
+            return _result(value, kind, ctx, filename, start)
         return _outcome(("ok", value, None, (_monotonic() - start) * 1000.0))
+
+
+def _deep_args(
+    args: tuple[Any, ...], kind: str, ctx: CallContext, filename: str, start: float
+) -> Outcome | None:
+    """The error Outcome for arguments that break the nesting rule, else None."""
+    for arg in args:
+        if type(arg) in _NESTED:
+            problem = nesting.value_problem(arg, f"the arguments of {_who(kind, ctx, filename)}")
+            if problem is not None:
+                return Outcome(status="error", error=problem, duration_ms=_ms(start))
+    return None
+
+
+def _result(value: Any, kind: str, ctx: CallContext, filename: str, start: float) -> Outcome:
+    """The Outcome of a list or dict a script returned, under the nesting rule."""
+    problem = nesting.value_problem(value, f"the value {_who(kind, ctx, filename)} returned")
+    if problem is not None:
+        return Outcome(status="error", error=problem, duration_ms=_ms(start))
+    return _outcome(("ok", value, None, (_monotonic() - start) * 1000.0))
+
+
+def _who(kind: str, ctx: CallContext, filename: str) -> str:
+    if kind == "tool":
+        return f'tool "{ctx.tool}"'
+    return f"the {'hook' if kind == 'hook' else 'when expression'} in {filename}"
 
 
 def _ms(start: float) -> float:

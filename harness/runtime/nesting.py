@@ -259,10 +259,18 @@ def value_problem(value: object, what: str, limit: int = MAX_VALUE_DEPTH) -> str
     path = value_depth_path(value, limit)
     if path is None:
         return None
-    return (
-        f"{what} nests too deeply: {path} is deeper than {limit} levels of objects and "
-        "arrays; send a flatter value"
-    )
+    return f"{what} nests too deeply: {path} is deeper than {limit} levels {_OF}"
+
+
+_OF = (
+    "of objects and arrays (the limit for every value passed into or out of a script, "
+    "a tool or a model)"
+)
+
+
+def too_deep_to_decode(what: str) -> str:
+    """:func:`value_problem`'s message for JSON too deep for Python's decoder (no path)."""
+    return f"{what} nests too deeply: deeper than {MAX_VALUE_DEPTH} levels {_OF}"
 
 
 def loads(text: str | bytes, what: str) -> tuple[object, str | None]:
@@ -274,9 +282,6 @@ def loads(text: str | bytes, what: str) -> tuple[object, str | None]:
     try:
         value = json.loads(text)
     except RecursionError:
-        return None, (
-            f"{what} nests too deeply: deeper than {MAX_VALUE_DEPTH} levels of objects and "
-            "arrays; send a flatter value"
-        )
+        return None, too_deep_to_decode(what)
     problem = value_problem(value, what)
     return (None, problem) if problem else (value, None)

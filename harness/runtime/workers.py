@@ -69,6 +69,12 @@ KILL_GRACE_S = 0.25  # after the deadline, before the worker is killed
 START_TIMEOUT_S = 30.0  # a worker that is not ready by then is reported as crashed
 STDERR_TAIL = 4096
 WATCH_TICK_S = 0.05  # the watchdog's period while calls with deadlines are in flight
+# What a SIGSEGV of a worker almost always is: starlark-rust recursing on the native
+# stack (str(), ==, hashing or printing a value nested hundreds of thousands deep).
+_SEGV = (
+    ": the script overflowed the native stack, e.g. by printing, comparing or hashing "
+    "a value nested hundreds of thousands of levels deep; only this worker died"
+)
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
@@ -228,6 +234,8 @@ class _Worker:
             return Outcome(status="crash", error=f"crashed ({self.failed}{detail})")
         if "memory allocation of" in tail or "out of memory" in tail or "MemoryError" in tail:
             return Outcome(status="memory", error=f"exceeded its memory limit ({memory_mb} MB)")
+        if rc == -signal.SIGSEGV:
+            return Outcome(status="crash", error=f"crashed (signal {-rc}{_SEGV})")
         if rc is not None and rc < 0:
             return Outcome(status="crash", error=f"crashed (signal {-rc})")
         return Outcome(status="crash", error=f"crashed (the worker exited with status {rc})")

@@ -350,7 +350,10 @@ def test_a_worker_killed_from_outside_fails_only_its_call(
         for pid in busy:  # the one idle worker is now the busy one
             os.kill(pid, sig)
         out = fut.result(timeout=10)
-    assert (out.status, out.error) == ("crash", f"crashed (signal {int(sig)})")
+    assert out.status == "crash" and out.error is not None
+    assert out.error.startswith(f"crashed (signal {int(sig)}")
+    if sig == signal.SIGSEGV:  # what a SIGSEGV of a worker almost always is
+        assert "overflowed the native stack" in out.error
     assert rt.run_tool(ECHO, "t", 1, {"a": 3}, sess.ctx(), 5000).value == {"a": 3}
 
 

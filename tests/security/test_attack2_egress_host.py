@@ -47,7 +47,7 @@ def _run(request_of: object) -> tuple[bytes, list[bytes]]:
     async def main() -> tuple[bytes, list[bytes]]:
         seen: list[bytes] = []
         server, port = await _backend(seen)
-        proxy = EgressProxy("s", ("127.0.0.1",))
+        proxy = EgressProxy("s", (f"127.0.0.1:{port}",))
         await proxy.start()
         try:
             answer = await _send(proxy, request_of(port))  # type: ignore[operator]

@@ -188,10 +188,19 @@ def test_allowed_domains_open_the_network_through_the_http_rules(tmp_path: Path,
         url = f"http://127.0.0.1:{port}/"
         opened = make(
             tmp_path / "a",
-            {"sdk": sdk(tmp_path, network={"allowed_domains": ["127.0.0.1"]})},
+            {"sdk": sdk(tmp_path, network={"allowed_domains": [f"127.0.0.1:{port}"]})},
             config=INPROCESS,
         )
         assert opened.call("sdk.fetch", {"url": url}).value == {"result": "hello from the host"}
+        # An entry without a port opens port 80 (443 for a tunnel) only.
+        portless = make(
+            tmp_path / "d",
+            {"sdk": sdk(tmp_path, network={"allowed_domains": ["127.0.0.1"]})},
+            config=INPROCESS,
+        )
+        r = portless.call("sdk.fetch", {"url": url})
+        assert r.is_error and f'port {port} of IP address "127.0.0.1" is not allowed' in r.error
+        assert f'add "127.0.0.1:{port}" to network.allowed_domains' in r.error
         # Only through the proxy: a direct connection still has no network.
         direct = opened.call("sdk.connect", {"host": "127.0.0.1", "port": port})
         assert direct.value["result"].startswith("refused:")

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from harness.artifacts.domains import split_entry
 from harness.errors import BuiltinError
 from harness.runtime.builtins.proc import trim_partial  # one UTF-8-safe cut for both
 from harness.runtime.context import CallContext
@@ -78,13 +79,27 @@ def _norm(name: str) -> str:
         return name
 
 
-def host_allowed(host: str, allowed: tuple[str, ...]) -> tuple[bool, bool]:
-    """(allowed, listed exactly) for a host name or IP literal."""
+def host_allowed(
+    host: str,
+    allowed: tuple[str, ...],
+    port: int | None = None,
+    defaults: tuple[int, ...] | None = None,
+) -> tuple[bool, bool]:
+    """(allowed, listed exactly) for a host name or IP literal at ``port``.
+
+    An entry ``host:port`` matches that port only. An entry without a port matches
+    any port when ``defaults`` is None (``http.*``) and only the ports in ``defaults``
+    otherwise (the egress proxy: 443 for a tunnel, 80 for plain http)."""
     lit = _literal(host)
     exact = False
     ok = False
-    for entry in allowed:
-        entry = _norm(entry)
+    for raw in allowed:
+        pattern, listed = split_entry(raw)
+        if listed is not None and listed != port:
+            continue
+        if listed is None and defaults is not None and port not in defaults:
+            continue
+        entry = _norm(pattern)
         if lit is not None:
             elit = _literal(entry)
             if elit is not None and elit == lit:
@@ -106,8 +121,32 @@ def _how_to_open(host: str) -> str:
     )
 
 
-def _check(fn: str, url: httpx.URL, allowed: tuple[str, ...]) -> IPAddress:
-    """Refuse ``url`` unless policy allows it; return the address to connect to."""
+def _not_allowed(
+    fn: str,
+    host: str,
+    literal: bool,
+    port: int,
+    allowed: tuple[str, ...],
+    defaults: tuple[int, ...] | None,
+) -> str:
+    kind = "IP address" if literal else "host"
+    hosts = tuple(split_entry(entry)[0] for entry in allowed)
+    if host_allowed(host, hosts)[0]:  # the host is listed, but not at this port
+        shown = f"[{host}]" if ":" in host else host
+        opened = "any port" if defaults is None else "port " + "/".join(map(str, defaults))
+        return (
+            f'{fn}: port {port} of {kind} "{host}" is not allowed (an entry without a port '
+            f'opens {opened}; other ports must be listed); add "{shown}:{port}" to '
+            "network.allowed_domains to open it"
+        )
+    return f'{fn}: {kind} "{host}" is not in network.allowed_domains; ' + _how_to_open(host)
+
+
+def _check(
+    fn: str, url: httpx.URL, allowed: tuple[str, ...], defaults: tuple[int, ...] | None = None
+) -> IPAddress:
+    """Refuse ``url`` unless policy allows it; return the address to connect to.
+    ``defaults``: the ports an entry without a port opens (None: any port)."""
     if url.scheme not in ("http", "https"):
         raise BuiltinError(
             f'{fn}: scheme "{url.scheme}" is not allowed in "{url}"; only http and https'
@@ -118,15 +157,12 @@ def _check(fn: str, url: httpx.URL, allowed: tuple[str, ...]) -> IPAddress:
     lit = _literal(host)
     if lit is None and not _HOSTNAME.fullmatch(host):
         raise BuiltinError(f'{fn}: invalid host "{host}" in URL "{url}"')
-    ok, exact = host_allowed(host, allowed)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    ok, exact = host_allowed(host, allowed, port, defaults)
     if not ok:
-        kind = "IP address" if lit is not None else "host"
-        raise BuiltinError(
-            f'{fn}: {kind} "{host}" is not in network.allowed_domains; ' + _how_to_open(host)
-        )
+        raise BuiltinError(_not_allowed(fn, host, lit is not None, port, allowed, defaults))
     if lit is not None:
         return lit  # listed exactly: the operator asked for this address
-    port = url.port or (443 if url.scheme == "https" else 80)
     try:
         addrs = resolve(host, port)
     except (socket.gaierror, UnicodeError, OSError) as exc:

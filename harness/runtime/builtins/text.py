@@ -11,6 +11,7 @@ from typing import Any
 import re2
 
 from harness.errors import BuiltinError
+from harness.runtime import nesting
 from harness.runtime.context import CallContext
 
 
@@ -44,6 +45,8 @@ def json_decode(ctx: CallContext, s: Any) -> Any:
     s = _str("json.decode", "s", s)
     try:
         return _json.loads(s, parse_constant=_no_constant)
+    except RecursionError:  # deeper than Python decodes: the rule's words, no path
+        raise BuiltinError(nesting.too_deep_to_decode("the value json.decode() returned")) from None
     except ValueError as exc:
         raise BuiltinError(f"json.decode: invalid JSON: {exc}") from None
 
