@@ -10,7 +10,8 @@ payloads are derived from the tool scripts that ``emit`` them, only when a hook 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from harness import surface
@@ -28,7 +29,7 @@ HOOK_MODULES = frozenset(surface.module_names("hook")) | frozenset(surface.TOOL_
 class Facts:
     """What every hook's check shares: the tools, servers, and emitted payloads."""
 
-    tools: dict[str, ToolInfo]
+    tools: Tools
     specs: Mapping[str, ToolSpec]
     prefixes: tuple[str, ...]
     open_names: bool
@@ -37,14 +38,60 @@ class Facts:
     flows: dict[str, ToolFlow] = field(default_factory=dict)
 
 
+class Tools(Mapping[str, ToolInfo]):
+    """The project's tools as the checker sees them, each read on first use: a hook
+    looks at a few tools, a project may have thousands."""
+
+    def __init__(self, specs: Mapping[str, ToolSpec]) -> None:
+        self._specs = specs
+        self._done: dict[str, ToolInfo] = {}
+        self._everything: Shape | None = None
+        self._sorted: list[str] | None = None
+
+    def __getitem__(self, name: str) -> ToolInfo:
+        info = self._done.get(name)
+        if info is None:
+            spec = self._specs[name]
+            info = self._done[name] = ToolInfo(
+                params={p.name: from_schema(p.schema) for p in spec.parameters},
+                returns=None if spec.returns is None else from_schema(spec.returns),
+            )
+        return info
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def starting(self, prefix: str) -> list[str]:
+        """The tool names that start with ``prefix`` (a bisection of the sorted names)."""
+        if self._sorted is None:
+            self._sorted = sorted(self._specs)
+        names = self._sorted
+        out = []
+        for i in range(bisect_left(names, prefix), len(names)):
+            if not names[i].startswith(prefix):
+                break
+            out.append(names[i])
+        return out
+
+    def every_argument(self) -> Shape:
+        """The arguments of a call of any tool: every parameter any tool declares."""
+        if self._everything is None:
+            keys: dict[str, Shape] = {}
+            for name in self._specs:
+                for k, v in (self[name].params or {}).items():
+                    keys[k] = join(keys[k], v) if k in keys else v
+            self._everything = of(S.DICT, keys=keys)
+        return self._everything
+
+
 def facts(project: Project) -> Facts:
-    tools = {
-        name: ToolInfo(
-            params={p.name: from_schema(p.schema) for p in spec.parameters},
-            returns=None if spec.returns is None else from_schema(spec.returns),
-        )
-        for name, spec in project.tools.items()
-    }
+    tools = Tools(project.tools)
     prefixes = tuple(p for name in project.servers for p in (f"{name}.", f"{name}_"))
     return Facts(
         tools=tools,

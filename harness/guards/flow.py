@@ -272,6 +272,14 @@ class Checker:
             return self.narrow_compare(test, env, truth)
         if isinstance(test, ast.Call) and isinstance(test.func, ast.Name):
             return self.narrow_call(test, env, truth)
+        if (
+            truth
+            and isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Attribute)
+            and test.func.attr == "startswith"
+            and len(test.args) == 1
+        ):
+            return self.narrow_prefix(test, env)
         path = _path(test)
         if path is not None and truth:
             return self.refine(path, test, env, lambda s: s.without((S.NULL,)))
@@ -285,6 +293,28 @@ class Checker:
             env.vars[path[0]] = shape
         else:
             env.paths[path] = shape
+        return env
+
+    def starting(self, prefix: str) -> list[str]:
+        """The tool names that start with ``prefix``."""
+        fast = getattr(self.ctx.tools, "starting", None)
+        if fast is not None:
+            found: list[str] = fast(prefix)
+            return found
+        return [t for t in self.ctx.tools if t.startswith(prefix)]
+
+    def narrow_prefix(self, test: ast.Call, env: Env) -> Env:
+        """``payload["name"].startswith("p")``: the tools whose names start so."""
+        subject = self.expr(test.func.value, env, quiet=True)  # type: ignore[attr-defined]
+        prefixes = _literals(test.args[0])
+        if subject.role != "toolname" or prefixes is None:
+            return env
+        if self.ctx.open_names or any(
+            p.startswith(q) or q.startswith(p) for p in prefixes for q in self.ctx.prefixes
+        ):
+            return env  # names a server or a script may add: not known here
+        names = frozenset(n for p in prefixes for n in self.starting(p))
+        env.tools = names if env.tools is None else env.tools & names
         return env
 
     def narrow_call(self, test: ast.Call, env: Env, truth: bool) -> Env:
@@ -565,6 +595,12 @@ class Checker:
         return sorted(t for t in env.tools if t in self.ctx.tools)
 
     def arguments_shape(self, env: Env) -> Shape:
+        if env.tools is None and (self.ctx.prefixes or self.ctx.open_names):
+            return of(S.DICT)
+        every = getattr(self.ctx.tools, "every_argument", None)
+        if env.tools is None and every is not None:
+            shape: Shape = every()
+            return shape
         names = self.tools_of(env)
         keys: dict[str, Shape] = {}
         for name in names:
@@ -587,6 +623,8 @@ class Checker:
         if name in obj.keys:
             return obj.keys[name].named(shown)
         names = self.tools_of(env)
+        if env.tools is not None and not names:
+            return ANY.named(shown)  # no tool at all: reported where the names are
         if env.tools is None:
             who = "no tool declares it"
         elif len(names) == 1:
@@ -869,7 +907,7 @@ class Checker:
         if arg.texts is None:
             return
         for prefix in arg.texts:
-            if self.ctx.open_names or any(t.startswith(prefix) for t in self.ctx.tools):
+            if self.ctx.open_names or self.starting(prefix):
                 continue
             if any(p.startswith(prefix) or prefix.startswith(p) for p in self.ctx.prefixes):
                 continue
@@ -877,7 +915,7 @@ class Checker:
                 node,
                 "guard-tool-unknown",
                 f'no tool name starts with "{prefix}", so the guard never fires'
-                f"{suggest(prefix, self.ctx.tools)}",
+                f"{suggest(prefix, {t[: len(prefix)] for t in self.ctx.tools})}",
             )
 
     def get(self, node: ast.Call, target: Shape, args: list[Shape], env: Env) -> Shape:
