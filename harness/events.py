@@ -234,7 +234,7 @@ def type_text(t: Type) -> str:
         return f"list of {type_text(t[0])}"
     if isinstance(t, dict):
         return "{" + ", ".join(f"{k}: {type_text(v)}" for k, v in t.items()) + "}"
-    return str(t)
+    return str(t).replace("|", " or ")
 
 
 def conforms(value: Any, t: Type) -> bool:
