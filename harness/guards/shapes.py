@@ -51,6 +51,7 @@ class Shape:
     role: str = ""  # "payload" (an event's whole payload), "toolname", "arguments"
     unknown: str = ""  # why the kinds are not known, and what to write instead
     event: str = ""  # the event of a "payload" shape
+    extra: bool = False  # ``keys`` are the declared ones; others may be there too
 
     @property
     def known(self) -> bool:
@@ -101,6 +102,7 @@ def join(a: Shape, b: Shape) -> Shape:
         and b.item is None
         and a.texts is None
         and b.texts is None
+        and a.extra == b.extra
     ):
         return a
     if not a.kinds:
@@ -131,6 +133,7 @@ def join(a: Shape, b: Shape) -> Shape:
         role=a.role if a.role == b.role else "",
         unknown=a.unknown or b.unknown,
         event=a.event if a.event == b.event else "",
+        extra=a.extra or b.extra,
     )
 
 
@@ -189,10 +192,11 @@ def from_schema(schema: Any, depth: int = 0) -> Shape:
         return ANY
     keys = None
     props = schema.get("properties")
-    if DICT in kinds and isinstance(props, Mapping) and schema.get("additionalProperties") is False:
+    if DICT in kinds and isinstance(props, Mapping) and props:
         keys = {str(k): from_schema(v, depth + 1) for k, v in props.items()}
+    extra = keys is not None and schema.get("additionalProperties") is not False
     item = from_schema(schema.get("items"), depth + 1) if LIST in kinds else None
-    return Shape(kinds=frozenset(kinds), keys=keys, item=item)
+    return Shape(kinds=frozenset(kinds), keys=keys, item=item, extra=extra)
 
 
 def _json_kind(value: Any) -> str:

@@ -65,7 +65,7 @@ class Uses:
             return self.argument(node, obj, name, env, shown)
         if obj.role == "payload" and obj.keys is not None and name in obj.keys:
             return self.payload_key(name, obj.keys[name], env, shown)
-        if obj.keys is not None and S.DICT in obj.kinds and name not in obj.keys:
+        if obj.keys is not None and S.DICT in obj.kinds and name not in obj.keys and not obj.extra:
             self.unknown_key(node, obj, name, how)
             return ANY.named(shown)
         if obj.keys is not None and name in obj.keys:
@@ -211,12 +211,7 @@ class Uses:
             )
             return
         if box.role == "result" and item.kinds == {S.STR} and S.DICT in box.kinds:
-            self.report(
-                node,
-                "guard-shape",
-                f"{self._shape_of(box)}: `{written or 'in'}` tests the keys of a dict result, "
-                f"not its text{self._hint(box)}",
-            )
+            self.in_result(node, item, box, written)
         elif box.kinds == {S.DICT} and item.kinds == {S.STR}:
             self.in_dict(node, item, box, written)
         elif box.kinds == {S.LIST} and box.item is not None and item.kinds == {S.STR}:
@@ -232,10 +227,23 @@ class Uses:
                     f"so a string is never in it{fix}",
                 )
 
+    def in_result(self, node: ast.AST, item: Shape, box: Shape, written: str) -> None:
+        """``"x" in payload["result"]`` where the result may be a dict: a key test there."""
+        if item.texts is not None and box.keys is not None and item.texts <= set(box.keys):
+            return  # a key the result declares: a key test, as meant
+        unsure = box.keys is None and item.texts is not None
+        self.report(
+            node,
+            "guard-shape-unknown" if unsure else "guard-shape",
+            f"{self._shape_of(box)}: `{written or 'in'}` tests the keys of a dict result, "
+            f"not its text{self._hint(box)}",
+            "warning" if unsure else "error",
+        )
+
     def in_dict(self, node: ast.AST, item: Shape, box: Shape, written: str) -> None:
         keys = box.keys
-        if keys is None:
-            return  # a dict whose keys are not known (a custom event emitted from Python)
+        if keys is None or box.extra:
+            return  # keys not known (a custom event emitted from Python), or not all
         missing = None if item.texts is None else sorted(item.texts - set(keys))
         if missing == []:
             return
@@ -283,6 +291,9 @@ class Uses:
             more = (
                 " unless a script registers it at run time (meta.tool_register)"
                 if self.ctx.open_names
+                else "; a tool added from Python with Harness.tool() is not known to "
+                "validate: declare it in a tool file and bind it with Harness.bind()"
+                if not match
                 else ""
             )
             self.report(

@@ -175,3 +175,18 @@ def test_clean_guards_stay_clean(tmp_path: Path) -> None:
         return allow()
     """
     assert check(tmp_path, hook("tool.pre", body, 'payload["name"] == "run_command"')) == []
+
+
+def test_a_key_test_on_an_object_result_is_allowed_a_text_search_is_not(tmp_path: Path) -> None:
+    report = (Path(__file__).parent / "tools" / "report.md").read_text()
+    key = """
+    def handle(event, payload):
+        if "text" in payload["result"]:
+            return modify({"content": payload["result"]["text"]})
+        return allow()
+    """
+    text = key.replace('"text" in', '"ghp_" in')
+    when = 'payload["name"] == "report"'
+    assert check(tmp_path / "a", hook("tool.post", key, when), tools={"report": report}) == []
+    found = check(tmp_path / "b", hook("tool.post", text, when), tools={"report": report})
+    assert codes(found) == [(6, 10, "guard-shape", "error")]
