@@ -19,6 +19,7 @@ from harness.artifacts.model import HookSpec, Problem, Project, ToolSpec
 from harness.events import CUSTOM, Event, event, type_text
 from harness.guards import shapes as S
 from harness.guards.flow import Checker, Context, Env, Finding, ToolInfo, literal
+from harness.guards.model import parse
 from harness.guards.shapes import Shape, declared, from_schema, join, of, text
 
 BUILTIN_TOOLS = frozenset(("read_output", "tool_search"))
@@ -151,9 +152,8 @@ def _payload(name: str, spec: Event, known: Facts) -> Shape:
 def _check_when(expr: str, ctx: Context) -> tuple[list[Finding], frozenset[str] | None]:
     source = expr.strip()
     lead = expr[: len(expr) - len(expr.lstrip())].count("\n")
-    try:
-        tree = ast.parse(source, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse(source, "eval")
+    if not isinstance(tree, ast.Expression):
         return [], None  # the Starlark checks report it
     checker = Checker(replace(ctx, modules=frozenset(surface.module_names("when"))), None, source)
     env = Env({"payload": ctx.payload, "event": text(ctx.event)})
@@ -175,9 +175,8 @@ def _handle(module: ast.Module) -> ast.FunctionDef | None:
 def _check_script(
     script: str, ctx: Context, spec: Event, tools: frozenset[str] | None
 ) -> list[Finding]:
-    try:
-        module = ast.parse(script)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    module = parse(script)
+    if not isinstance(module, ast.Module):
         return []
     fn = _handle(module)
     if fn is None or len(fn.args.args) < 2:
@@ -337,9 +336,8 @@ def _tool_flow(known: Facts, name: str) -> ToolFlow:
     tool = known.specs.get(name)
     if tool is None or not tool.script:
         return _NO_FLOW
-    try:
-        module = ast.parse(tool.script)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    module = parse(tool.script)
+    if not isinstance(module, ast.Module):
         return _NO_FLOW
     run = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "run"), None)
     if run is None or not run.args.args:

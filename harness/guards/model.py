@@ -5,6 +5,7 @@ small helpers on the syntax tree."""
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -129,4 +130,16 @@ def literal(node: ast.AST) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError):
+        return None
+
+
+def parse(source: str, mode: str = "exec") -> ast.AST | None:
+    """The Python-syntax tree of a Starlark script or expression, or None when it does not
+    parse as Python (the Starlark checks report real syntax errors). Python's warnings
+    about Starlark text (``"\\d"`` escapes) are not the user's business here."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source, mode=mode)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
