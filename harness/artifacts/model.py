@@ -15,20 +15,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Problem", "Severity"]  # and the specs below
 
-TOOL_EVENTS = (
-    "tool.pre",
-    "tool.post",
-    "session.start",
-    "session.end",
-    "meta.tool_register",
-    "turn.start",
-    "turn.end",
-    "completion.pre",
-    "completion.post",
-    "agent.stop",
-    "error",
-    "meta.register_tool",
-)
+# Every event harness fires (harness/events.py), then ai-harness's alias.
+TOOL_EVENTS = (*EVENTS, *ALIASES)
 
 # The keys each event's payload carries (declared in harness/events.py).
 EVENT_PAYLOAD_KEYS: dict[str, tuple[str, ...]] = {
