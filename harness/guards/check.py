@@ -256,7 +256,7 @@ def _modify(
                 *at,
                 "guard-decision-ignored",
                 f"modify() on {ctx.event} has no effect: nothing it changes is used (a "
-                f"modify that changes a key fails the hook); a {ctx.event} hook may {allowed}",
+                f"modify that changes a key fails the hook); hooks on {ctx.event} may {allowed}",
             )
         ]
     if spec.modify == ("*",) or arg is None:

@@ -282,27 +282,29 @@ class Uses:
             )
 
     def tool_names(self, node: ast.AST, names: frozenset[str]) -> None:
-        for name in sorted(names):
-            if self.ctx.defines(name):
-                continue
+        unknown = [name for name in sorted(names) if not self.ctx.defines(name)]
+        if not unknown:
+            return
+        hints = []
+        for name in unknown:
             match = closest(name, self.ctx.tools)
-            hint = f' (did you mean "{match}"?)' if match else ""
-            severity = "warning" if self.ctx.open_names else "error"
-            more = (
-                " unless a script registers it at run time (meta.tool_register)"
-                if self.ctx.open_names
-                else "; a tool added from Python with Harness.tool() is not known to "
-                "validate: declare it in a tool file and bind it with Harness.bind()"
-                if not match
-                else ""
-            )
-            self.report(
-                node,
-                "guard-tool-unknown",
-                f'compares payload["name"] with "{name}", which no tool defines{hint}; '
-                f"the guard never fires for it{more}",
-                severity,
-            )
+            hints.append(f'"{name}"' + (f' (did you mean "{match}"?)' if match else ""))
+        some_match = any("did you mean" in h for h in hints)
+        more = (
+            " unless a script registers it at run time (meta.tool_register)"
+            if self.ctx.open_names
+            else "; a tool added from Python with Harness.tool() is not known to "
+            "validate: declare it in a tool file and bind it with Harness.bind()"
+            if not some_match
+            else ""
+        )
+        self.report(
+            node,
+            "guard-tool-unknown",
+            f'compares payload["name"] with {", ".join(hints)}, which no tool defines; '
+            f"the guard never fires for {'it' if len(unknown) == 1 else 'them'}{more}",
+            "warning" if self.ctx.open_names else "error",
+        )
 
     def length(self, node: ast.AST, value: Shape) -> None:
         if value.role == "payload" and self.ctx.text_key:
@@ -336,7 +338,7 @@ class Uses:
                 node,
                 "guard-tool-unknown",
                 f'no tool name starts with "{prefix}", so the guard never fires'
-                f"{suggest(prefix, {t[: len(prefix)] for t in self.ctx.tools})}",
+                f"{self.prefix_hint(prefix)}",
             )
 
     def starting(self, prefix: str) -> list[str]:
@@ -346,6 +348,13 @@ class Uses:
             found: list[str] = fast(prefix)
             return found
         return [t for t in self.ctx.tools if t.startswith(prefix)]
+
+    def prefix_hint(self, prefix: str) -> str:
+        match = closest(prefix, {t[: len(prefix)] for t in self.ctx.tools})
+        if match is None:
+            return ""
+        example = self.starting(match)
+        return f' (did you mean "{match}", as in "{example[0]}"?)' if example else ""
 
     def str_method(self, node: ast.AST, target: Shape, attr: str) -> None:
         if not target.known:
