@@ -258,7 +258,11 @@ class Checker(Uses):
         # payload["name"] == "x" / in ("x", "y"): the tools the payload is about
         subject = self.expr(left, env, quiet=True)
         if subject.role == "toolname" and truth:
-            names = literals(right) if isinstance(op, (ast.Eq, ast.In)) else None
+            names = None
+            if isinstance(op, ast.Eq):
+                names = literals(right)
+            elif isinstance(op, ast.In):
+                names = self.names_in(right, self.expr(right, env, quiet=True))
             if names is not None:
                 env.tools = names if env.tools is None else env.tools & names
         return env
@@ -416,13 +420,22 @@ class Checker(Uses):
 
     # comparisons
 
+    @staticmethod
+    def names_in(node: ast.AST, shape: Shape) -> frozenset[str] | None:
+        """The texts a list holds: written in place, or a constant list (NAMES = [...])."""
+        found = literals(node)
+        if found is None and shape.kinds == {S.LIST} and shape.item is not None:
+            if shape.item.kinds == {S.STR}:
+                found = shape.item.texts
+        return found
+
     def e_Compare(self, node: ast.Compare, env: Env) -> Shape:
         left = self.expr(node.left, env)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.expr(comparator, env)
             if isinstance(op, (ast.In, ast.NotIn)):
                 if left.role == "toolname" and right.texts is None:
-                    names = literals(comparator)
+                    names = self.names_in(comparator, right)
                     if names is not None:
                         self.tool_names(comparator, names)
                 self.membership(node, left, right, self.src(node, ""))

@@ -130,10 +130,11 @@ class Uses:
                 keys[k] = join(keys[k], v) if k in keys else v
         if env.tools is None and (self.ctx.prefixes or self.ctx.open_names):
             return of(S.DICT)
-        if env.tools is not None and any(not self.ctx.defines(t) for t in env.tools):
-            return of(S.DICT)
-        if env.tools is not None and any(t not in self.ctx.tools for t in env.tools):
-            return of(S.DICT)  # a server's tool: its parameters are not known here
+        if env.tools is not None and any(
+            t not in self.ctx.tools and self.ctx.defines(t) for t in env.tools
+        ):
+            return of(S.DICT)  # a server's (or built-in) tool: its parameters are not known
+        # (names no tool defines are reported where they are written)
         return of(S.DICT, keys=keys)
 
     def argument(self, node: ast.AST, obj: Shape, name: str, env: Env, shown: str) -> Shape:

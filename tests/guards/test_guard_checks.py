@@ -190,3 +190,20 @@ def test_a_key_test_on_an_object_result_is_allowed_a_text_search_is_not(tmp_path
     assert check(tmp_path / "a", hook("tool.post", key, when), tools={"report": report}) == []
     found = check(tmp_path / "b", hook("tool.post", text, when), tools={"report": report})
     assert codes(found) == [(6, 10, "guard-shape", "error")]
+
+
+def test_tool_names_in_a_constant_list_are_checked_and_narrow(tmp_path: Path) -> None:
+    body = """
+    GUARDED = ["run_command", "run_comand"]
+    def handle(event, payload):
+        if payload["name"] in GUARDED:
+            if "rm" in payload["arguments"].get("cmd", ""):
+                return block("no")
+        return allow()
+    """
+    found = check(tmp_path, hook("tool.pre", body))
+    assert [(p.line, p.code) for p in found] == [
+        (6, "guard-tool-unknown"),
+        (7, "guard-argument-unknown"),
+    ]
+    assert '"run_comand" (did you mean "run_command"?)' in found[0].message
