@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from harness import surface
 from harness.artifacts.model import HookSpec, Problem, Project, ToolSpec
-from harness.events import CUSTOM, Event, event, type_text
+from harness.events import CUSTOM, Event, event
 from harness.guards import shapes as S
 from harness.guards.flow import Checker, Context, Env, Finding, ToolInfo, literal
 from harness.guards.model import parse
@@ -406,10 +406,3 @@ def _locate(
         )
         for f in found
     ]
-
-
-def describe(name: str) -> str:  # pragma: no cover - debugging aid
-    spec = event(name)
-    return (
-        "" if spec is None else ", ".join(f"{k}: {type_text(t)}" for k, t in spec.payload.items())
-    )

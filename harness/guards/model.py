@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -118,12 +118,6 @@ def literals(node: ast.AST) -> frozenset[str] | None:
             out.add(elt.value)
         return frozenset(out)
     return None
-
-
-def walk_calls(tree: ast.AST) -> Iterator[ast.Call]:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            yield node
 
 
 def literal(node: ast.AST) -> Any:
