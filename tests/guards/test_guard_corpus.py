@@ -71,6 +71,31 @@ def validate_errors(root: Path, rel: str) -> list[Problem]:
 
 @pytest.mark.parametrize("hook", CORPUS, ids=[p.stem for p in CORPUS])
 def test_guard_works_or_fails_validate_naming_the_file(hook: Path, tmp_path: Path) -> None:
+    judge(hook, tmp_path)
+
+
+def test_a_clean_guard_that_does_nothing_fails_the_judgement(tmp_path: Path) -> None:
+    """The judgement can fail: a validate-clean guard that never blocks is caught."""
+    useless = tmp_path / "useless.md"
+    useless.write_text(
+        '---\nevent: tool.pre\nwhen: payload["name"] == "run_command"\nscript: |\n'
+        "  def handle(event, payload):\n"
+        '      if payload["arguments"]["command"] == "never this":\n'
+        '          return block("no")\n'
+        "      return allow()\n---\nx\n\n"
+        'case: {"expect": "works", "call": ["run_command", {"command": "rm -rf /"}], '
+        '"effect": "blocked"}\n'
+    )
+    with pytest.raises(AssertionError):
+        judge(useless, tmp_path / "run")
+    refused = tmp_path / "refused.md"
+    refused.write_text(useless.read_text().replace('"expect": "works"', '"expect": "refused"'))
+    with pytest.raises(AssertionError, match="validates clean"):
+        judge(refused, tmp_path / "run2")
+
+
+def judge(hook: Path, tmp_path: Path) -> None:
+    """Works at run time, or fails validate naming the file (as its case line says)."""
     case = case_of(hook)
     root = project(tmp_path, hook, case)
     rel = f".harness/hooks/{hook.name}"
