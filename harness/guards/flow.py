@@ -504,6 +504,9 @@ class Checker(Uses):
             qualified = f"{owner.id}.{func.attr}"
             if self.ctx.on_call is not None:
                 self.ctx.on_call(qualified, node, args)
+            for index in S.TEXT_ARGUMENTS.get(qualified, ()):
+                if index < len(args):
+                    self.text_argument(node.args[index], args[index], qualified)
             return S.BUILTIN_RESULTS.get(qualified, ANY)
         target = self.expr(owner, env)
         attr = func.attr

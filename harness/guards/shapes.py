@@ -256,6 +256,25 @@ BUILTIN_RESULTS: dict[str, Shape] = {
     "uuid.v4": text(),
     "time.now": of(INT, FLOAT),
 }
+# The arguments (by position) of built-ins that must be text.
+TEXT_ARGUMENTS: dict[str, tuple[int, ...]] = {
+    "re.match": (1,),
+    "re.search": (1,),
+    "re.findall": (1,),
+    "re.find_all": (1,),
+    "re.split": (1,),
+    "re.sub": (2,),
+    "re.replace": (2,),
+    "json.decode": (0,),
+    "hash.sha256": (0,),
+    "hash.md5": (0,),
+    "base64.encode": (0,),
+    "string.lower": (0,),
+    "string.upper": (0,),
+    "string.trim": (0,),
+    "string.split": (0,),
+    "string.truncate": (0,),
+}
 FUNCTION_RESULTS: dict[str, Shape] = {
     "str": text(),
     "repr": text(),

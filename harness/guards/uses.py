@@ -357,6 +357,23 @@ class Uses:
         example = self.starting(match)
         return f' (did you mean "{match}", as in "{example[0]}"?)' if example else ""
 
+    def text_argument(self, node: ast.AST, value: Shape, function: str) -> None:
+        """A built-in that takes text (``re.search(p, s)``) given a value of another kind."""
+        if value.known and value.kinds and S.STR not in value.kinds:
+            self.report(
+                node,
+                "guard-shape",
+                f"{self._shape_of(value)}, but {function}() takes a string: it fails at "
+                f"run time{self._hint(value)}",
+            )
+        elif not value.known and value.unknown:
+            self.report(
+                node,
+                "guard-shape-unknown",
+                f"{function}() of {value.what or 'a value'} of unknown type: {value.unknown}",
+                "warning",
+            )
+
     def str_method(self, node: ast.AST, target: Shape, attr: str) -> None:
         if not target.known:
             if target.unknown:
