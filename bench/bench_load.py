@@ -53,7 +53,7 @@ Search one file for lines containing a pattern (tool {n}).
 HOOK = """---
 event: tool.pre
 priority: {n}
-when: payload["name"].startswith("tool_{n}")
+when: payload["name"].startswith("tool_{n:04d}")
 script: |
   def handle(event, payload):
       args = payload["arguments"]

@@ -12,25 +12,19 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from harness.artifacts.model import HookSpec, hook_order
+from harness.events import ALIASES, EVENTS
 from harness.hotpath import tuple_maker
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.runtime.reach import UNUSED, hook_inputs
 from harness.runtime.when import FALLBACK_ERRORS, NO_ANSWER, Fn, compile_when
 
-# Keys a modify() may change, per event. Any other key must be left as it is.
+# Keys a modify() may change, per event (harness/events.py). Any other key must be left
+# as it is; an event whose modify has no effect allows none.
 MUTABLE_KEYS: dict[str, frozenset[str]] = {
-    "tool.pre": frozenset({"arguments", "args"}),
-    "tool.post": frozenset({"result", "is_error", "error", "content"}),
-    "meta.tool_register": frozenset(),
-    "completion.pre": frozenset({"messages", "tools"}),
-    "completion.post": frozenset(),
-    "turn.start": frozenset({"message"}),
-    "turn.end": frozenset({"response"}),
-    "agent.stop": frozenset(),
-    "error": frozenset(),
+    name: frozenset(spec.modify) for name, spec in EVENTS.items()
 }
 # Events fired under another name: ai-harness's meta.register_tool is meta.tool_register.
-EVENT_ALIASES = {"meta.register_tool": "meta.tool_register"}
+EVENT_ALIASES = ALIASES
 # Two names for one value (ai-harness hooks read "args"): a modify may change either,
 # and afterwards both carry the new value (re-validated like any modified arguments).
 ALIASED_KEYS: dict[str, tuple[str, str]] = {"tool.pre": ("arguments", "args")}

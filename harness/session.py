@@ -70,8 +70,15 @@ class Session:
         # Deferred tools found by tool_search: listed for the rest of the session.
         self.surfaced: set[str] = set()
         install_tool_search(self)
+        # A session.start block refuses the session (as ai-harness aborts it): every
+        # call and run in it then fails with the hook's reason (docs/hooks.md).
+        self.refused: str | None = None
+        self.refused_by: str | None = None
         self.emit("session.start")
-        self.fire("session.start", {})
+        started = self.fire("session.start", {})
+        if started.blocked_by is not None:
+            self.refused = f"session refused: {started.why}"
+            self.refused_by = started.blocked_by
 
     def fire(self, event: str, payload: Mapping[str, Any]) -> ChainOutcome:
         """Run the hooks of ``event`` (``session.*`` or ``custom.<name>``) on ``payload``.
@@ -282,12 +289,29 @@ class Session:
         self, name: str, arguments: Mapping[str, Any] | None = None, *, id: str | None = None
     ) -> ToolResult:
         call = make_call(name, {} if arguments is None else arguments, id or f"call-{next(_ids)}")
+        if self.refused is not None:
+            return self._refusal(call)
         return run_call(call, self.harness.registry, self)
 
     def call_tool(self, call: ToolCall) -> ToolResult:
         if not call.id:
             call = replace(call, id=f"call-{next(_ids)}")
+        if self.refused is not None:
+            return self._refusal(call)
         return run_call(call, self.harness.registry, self)
+
+    def _refusal(self, call: ToolCall) -> ToolResult:
+        """The result of every call in a session a session.start hook refused."""
+        reason = self.refused or "session refused"
+        self.emit("tool.refused", tool=call.name, call_id=call.id, reason=reason)
+        return ToolResult(
+            call_id=call.id,
+            name=call.name,
+            is_error=True,
+            text=reason,
+            error=reason,
+            blocked_by=self.refused_by,
+        )
 
     async def acall(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, id: str | None = None

@@ -27,9 +27,9 @@ from harness.artifacts import checks
 from harness.artifacts.checks import Entry
 from harness.artifacts.frontmatter import KeyLines
 from harness.artifacts.loader import Prepared, artifact_files, find_root, load, prepare_all
-from harness.artifacts.model import EVENT_PAYLOAD_KEYS, HookSpec, Problem, Project, ToolSpec
-from harness.runtime.reach import payload_keys
-from harness.runtime.static import Finding, check_script, located
+from harness.artifacts.model import HookSpec, Problem, Project, ToolSpec
+from harness.guards import check as guards
+from harness.runtime.static import check_script
 
 # None: fork when the project has at least PARALLEL_MIN_FILES tool/hook files and more
 # than one core is usable; True: always fork when it is safe (tests); False: never.
@@ -89,6 +89,13 @@ def check_project(root: Path | None = None, *, strict: bool = False) -> Project:
         problems: list[Problem] = list(project.problems)
         for entry, _spec in items:
             problems.extend(done[id(entry)])
+        # What hooks read, checked against the payloads, tools and decisions of the
+        # whole project (harness/guards): needs every tool, so it runs here.
+        if project.hooks:
+            known = guards.facts(project)
+            for hook in project.hooks:
+                entry = loaded.hook_entries[hook.name]
+                problems.extend(guards.check_hook(hook, entry.path, entry.label, known))
         if strict:
             problems = [
                 replace(p, severity="error") if p.code in checks.UNKNOWN_KEY_CODES else p
@@ -99,33 +106,6 @@ def check_project(root: Path | None = None, *, strict: bool = False) -> Project:
         # only has the project to look at.
         del analysed, loaded, done, items, todo
         return replace(project, problems=tuple(problems))
-
-
-def _unreachable_keys(entry: Entry, spec: HookSpec) -> list[Problem]:
-    """A hook that reads ``payload["x"]`` where its event never carries ``x`` (such as
-    ai-harness's ``payload["args"]`` on an event without it) silently sees nothing."""
-    provided = EVENT_PAYLOAD_KEYS.get(spec.event)
-    keys = payload_keys(spec.script) if provided is not None else None
-    if not keys:
-        return []
-    lines = spec.script.split("\n")
-    found = []
-    for key in sorted(set(keys) - set(provided or ())):
-        at = next(
-            (i for i, text in enumerate(lines) if f'"{key}"' in text or f"'{key}'" in text), 0
-        )
-        found.append(
-            Finding(
-                1 + at,
-                1,
-                "payload-key-unknown",
-                f'reads payload key "{key}", which {spec.event} payloads never '
-                f"carry, so it is always missing; they carry: "
-                f"{', '.join(provided or ())}",
-                "warning",
-            )
-        )
-    return located(found, entry.path, spec.script_line, spec.script_column, entry.label)
 
 
 def run_checks(items: Sequence[tuple[Entry, ToolSpec | HookSpec]]) -> list[list[Problem]]:
@@ -165,7 +145,6 @@ def run_checks(items: Sequence[tuple[Entry, ToolSpec | HookSpec]]) -> list[list[
                     owner=entry.label,
                 )
             )
-            out.extend(_unreachable_keys(entry, spec))
         if spec.when is not None:
             out.extend(
                 check_script(

@@ -18,7 +18,9 @@ the decision means there:
   ``Usage``): block fails the run; modify may change ``response`` (the returned text).
 - ``error`` ``{error, kind, turn}``: fired when the run fails; observe only.
 
-A session without ``fire`` (a bare :class:`~harness.agent.loop.ToolSession`) fires nothing.
+A session a ``session.start`` hook refused (``Session.refused``) fails every run at
+``turn.start``. A session without ``fire`` (a bare
+:class:`~harness.agent.loop.ToolSession`) fires nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class LoopHooks:
     """The agent-loop events of one run, fired through ``session.fire``."""
 
     def __init__(self, session: Any, model: str) -> None:
+        self._session = session
         self._fire = getattr(session, "fire", None)
         begin = getattr(session, "begin_turn", None)
         self._end = getattr(session, "end_turn", None)
@@ -84,6 +87,9 @@ class LoopHooks:
         return out.payload
 
     def turn_start(self, prompt: str) -> str:
+        refused = getattr(self._session, "refused", None)
+        if isinstance(refused, str):  # a session.start hook blocked: no run in it
+            raise HookBlockedError(f"agent loop stopped: {refused}")
         got = self._checked("turn.start", {"message": prompt, "turn": self.turn})
         message = got.get("message", prompt)
         if not isinstance(message, str):

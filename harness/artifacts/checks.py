@@ -35,8 +35,9 @@ from harness.artifacts.problems import (
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 CUSTOM_EVENT_RE = re.compile(r"custom\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
-# Any meta.<x> name is valid (ai-harness); only meta.tool_register (= meta.register_tool)
-# is fired, since harness has no runtime hook, agent or call registration.
+# ai-harness accepts any meta.<x> name; harness fires only meta.tool_register (=
+# meta.register_tool): it has no runtime hook, agent or call registration, so any other
+# meta.<x> hook would never run and is an error (event-never-fired).
 META_EVENT_RE = re.compile(r"meta\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # ai-harness's sub-agent events: harness has no delegation, so they can never fire.
 UNSUPPORTED_EVENTS = (
@@ -396,7 +397,17 @@ def event_problem(entry: Entry) -> Problem | None:
             "hook or move its check to tool.pre / agent.stop",
         )
     if isinstance(event, str) and META_EVENT_RE.fullmatch(event):
-        return None
+        if event in TOOL_EVENTS:
+            return None
+        return entry.problem(
+            ("event",),
+            "event-never-fired",
+            f"{entry.label} event {event!r} is never fired: of the meta.* events harness "
+            "fires only meta.tool_register (alias meta.register_tool), when a script "
+            "registers a tool; harness has no meta.call_tool, meta.register_hook or "
+            "meta.register_agent, so this hook would never run; remove it or use one of "
+            f"{', '.join(TOOL_EVENTS)}",
+        )
     if not isinstance(event, str) or not (event in TOOL_EVENTS or CUSTOM_EVENT_RE.fullmatch(event)):
         return entry.problem(
             ("event",),

@@ -8,84 +8,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.artifacts.problems import Problem, Severity  # re-exported: the old home
+from harness.events import ALIASES, EVENTS
 
 if TYPE_CHECKING:
     from harness.config import Config
 
 __all__ = ["Problem", "Severity"]  # and the specs below
 
-TOOL_EVENTS = (
-    "tool.pre",
-    "tool.post",
-    "session.start",
-    "session.end",
-    "meta.tool_register",
-    "turn.start",
-    "turn.end",
-    "completion.pre",
-    "completion.post",
-    "agent.stop",
-    "error",
-    "meta.register_tool",
-)
+# Every event harness fires (harness/events.py), then ai-harness's alias.
+TOOL_EVENTS = (*EVENTS, *ALIASES)
 
-# The keys each event's payload carries (harness/pipeline.py, core.py, agent/events.py);
-# validate warns when a hook reads a key its event never provides.
-_META_KEYS = ("name", "description", "parameters", "script", "by", "session", "replace")
+# The keys each event's payload carries (declared in harness/events.py).
 EVENT_PAYLOAD_KEYS: dict[str, tuple[str, ...]] = {
-    "tool.pre": ("id", "name", "arguments", "args", "session"),
-    "tool.post": (
-        "id",
-        "call_id",
-        "name",
-        "arguments",
-        "session",
-        "result",
-        "content",
-        "is_error",
-        "error",
-        "duration_ms",
-    ),
-    "session.start": ("session",),
-    "session.end": ("session",),
-    "meta.tool_register": _META_KEYS,
-    "meta.register_tool": _META_KEYS,
-    "turn.start": ("message", "turn", "session"),
-    "turn.end": (
-        "response",
-        "tool_calls",
-        "tool_results",
-        "usage",
-        "rounds",
-        "turn",
-        "Response",
-        "ToolCalls",
-        "ToolResults",
-        "Usage",
-        "session",
-    ),
-    "completion.pre": ("model", "messages", "tools", "round", "session"),
-    "completion.post": (
-        "model",
-        "round",
-        "text",
-        "tool_calls",
-        "finish_reason",
-        "usage",
-        "session",
-    ),
-    "agent.stop": (
-        "response",
-        "finish_reason",
-        "iteration",
-        "tool_calls",
-        "tool_results",
-        "usage",
-        "turn",
-        "session",
-    ),
-    "error": ("error", "kind", "turn", "session"),
+    name: tuple(spec.payload) for name, spec in EVENTS.items()
 }
+EVENT_PAYLOAD_KEYS.update({alias: EVENT_PAYLOAD_KEYS[name] for alias, name in ALIASES.items()})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -140,8 +140,6 @@ def test_handler_and_name_disagreeing_is_an_error(tmp_path: Path) -> None:
     "event",
     [
         "meta.register_tool",
-        "meta.register_hook",
-        "meta.call_tool",
         "turn.start",
         "turn.end",
         "completion.pre",
@@ -166,6 +164,26 @@ def test_ai_harness_event_names_validate(tmp_path: Path, event: str) -> None:
         },
     )
     assert not [p for p in problems(root) if p[3] == "error"]
+
+
+@pytest.mark.parametrize("event", ["meta.register_hook", "meta.call_tool", "meta.register_agent"])
+def test_meta_events_harness_never_fires_are_errors(tmp_path: Path, event: str) -> None:
+    """ai-harness fires these; harness does not, so such a hook would never run (issue 23)."""
+    root = write(
+        tmp_path,
+        {
+            ".harness/hooks/h.md": f"""
+        ---
+        event: {event}
+        script: |
+          def handle(event, payload):
+              return block("never")
+        ---
+        h
+        """
+        },
+    )
+    assert (".harness/hooks/h.md", 2, "event-never-fired", "error") in problems(root)
 
 
 def test_delegation_events_are_unsupported_not_unknown(tmp_path: Path) -> None:
@@ -357,7 +375,7 @@ def test_reading_a_key_the_event_never_carries_is_reported(tmp_path: Path) -> No
     found = [
         (p.path, p.line, p.severity) for p in harness.check(root) if p.code == "payload-key-unknown"
     ]
-    assert found == [(".harness/hooks/h.md", 5, "warning")]
+    assert found == [(".harness/hooks/h.md", 5, "error")]
 
 
 def test_list_and_schema_apply_tools_policy_and_the_call_checks(tmp_path: Path) -> None:

@@ -111,6 +111,7 @@ def test_pre_hooks_may_not_change_the_name(make_harness: MakeHarness) -> None:
         hooks={
             "renamer": hook("tool.pre", 'return modify({"name": "other"})'),
         },
+        refused_guards=True,  # validate refuses it (guard-modify-key); the runtime too
     )
     r = h.call("echo", {"path": "x"})
     assert r.is_error
@@ -181,6 +182,7 @@ def test_failing_hooks_fail_closed(make_harness: MakeHarness) -> None:
         hooks={
             "broken": hook("tool.pre", 'return payload["missing"]'),
         },
+        refused_guards=True,  # validate refuses it (payload-key-unknown); it still fails closed
     )
     r = h.call("echo", {"path": "x"})
     assert r.is_error and r.blocked_by == "broken"
@@ -194,6 +196,7 @@ def test_on_error_allow_lets_the_call_through(make_harness: MakeHarness) -> None
         hooks={
             "flaky": hook("tool.pre", 'return payload["missing"]', on_error="allow"),
         },
+        refused_guards=True,  # validate refuses it (payload-key-unknown); it still fails closed
     )
     assert not h.call("echo", {"path": "x"}).is_error
 
@@ -210,6 +213,7 @@ def test_when_that_raises_is_a_failure(make_harness: MakeHarness) -> None:
         hooks={
             "w": hook("tool.pre", "return None", when='payload["nope"] == 1'),
         },
+        refused_guards=True,  # validate refuses it (payload-key-unknown); it still fails closed
     )
     r = h.call("echo", {"path": "x"})
     assert r.is_error and r.error.startswith('hook "w" failed: when: ')  # type: ignore[union-attr]

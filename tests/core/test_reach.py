@@ -173,7 +173,12 @@ def test_missing_keys_stay_missing() -> None:
 def test_narrowed_hooks_decide_as_on_the_whole_payload(
     make_harness: MakeHarness, body: str, reason: str | None
 ) -> None:
-    h = make_harness(tools={"echo": ECHO}, hooks={"h": hook("tool.pre", body)})
+    # A key tool.pre never carries is a validate error (payload-key-unknown); the runtime
+    # must still behave as on the whole payload.
+    refused = '"missing"' in body or '"result"' in body
+    h = make_harness(
+        tools={"echo": ECHO}, hooks={"h": hook("tool.pre", body)}, refused_guards=refused
+    )
     r = h.call("echo", {"path": "p"})
     if reason is None:
         assert r.error is not None and 'hook "h" failed' in r.error and "missing" in r.error
