@@ -41,7 +41,7 @@ from functools import lru_cache
 
 from harness.config import mount_path, mount_problem
 from harness.errors import BuiltinError
-from harness.runtime import seccomp
+from harness.runtime import placeholders, seccomp
 from harness.runtime.jail import SENSITIVE_SEQUENCES, is_sensitive
 
 logger = logging.getLogger("harness.sandbox")
@@ -120,6 +120,10 @@ class Plan:
     protected_ids: tuple[tuple[str, int, int], ...] = field(default=())
     # Real host paths bound read-only besides the system (exec.mounts, virtualenvs).
     mounts: tuple[str, ...] = field(default=())
+    # Sandboxed plans: the hold on the workspace's placeholders (runtime/placeholders.py),
+    # taken before the protected paths were looked at. Whoever runs the plan releases it
+    # once the sandbox is gone (after checking the protected paths).
+    lease: placeholders.Lease | None = field(default=None, compare=False, repr=False)
 
 
 # ---------------------------------------------------------------- finding bwrap
@@ -954,6 +958,18 @@ def _warn_once(log: object, why: str) -> None:
         log("warn", msg, {"source": "sandbox"})
 
 
+def hold_placeholders(workspace: str, protected: Sequence[str]) -> placeholders.Lease:
+    """Before a sandbox is planned: every missing protected path gets its placeholder
+    (runtime/placeholders.py), held until the lease is released."""
+    if any(_inside(r, workspace) for r in system_roots()):  # as build_argv refuses
+        raise BuiltinError(
+            f'exec.run: the workspace "{workspace}" contains system '
+            "directories; it cannot be sandboxed. Use a project directory."
+        )
+    rels = [rel for rel, _host, hidden in protected_paths(workspace, protected) if not hidden]
+    return placeholders.hold(workspace, rels)
+
+
 def plan(
     *,
     mode: str,
@@ -971,21 +987,26 @@ def plan(
     if mode != "off":
         bwrap, flags, why = status()
         if bwrap is not None and flags is not None:
-            masks = sensitive_masks(workspace)
-            if not masks.complete or masks.found > MASK_MAX:
-                _warn_masks(log, workspace, masks)
-            extra = toolchains(workspace, mounts)
-            argv, absent, ids = build_argv(
-                bwrap,
-                flags,
-                workspace=workspace,
-                cwd=cwd,
-                program=program,
-                args=args,
-                protected=protected,
-                masks=masks,
-                mounts=extra,
-            )
+            lease = hold_placeholders(workspace, protected)
+            try:
+                masks = sensitive_masks(workspace)
+                if not masks.complete or masks.found > MASK_MAX:
+                    _warn_masks(log, workspace, masks)
+                extra = toolchains(workspace, mounts)
+                argv, absent, ids = build_argv(
+                    bwrap,
+                    flags,
+                    workspace=workspace,
+                    cwd=cwd,
+                    program=program,
+                    args=args,
+                    protected=protected,
+                    masks=masks,
+                    mounts=extra,
+                )
+            except BaseException:
+                lease.release()
+                raise
             env = child_env(env_names, env_overrides, sandboxed=True)
             return Plan(
                 argv=argv,
@@ -996,6 +1017,7 @@ def plan(
                 absent_protected=absent,
                 protected_ids=ids,
                 mounts=extra,
+                lease=lease,
             )
         if mode == "required":
             raise SandboxUnavailable(

@@ -8,6 +8,7 @@ snapshots differ when a file was added, removed or rewritten.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 LAYER_DIRS = ("builtins", "plugins", "tools", "hooks", "overrides")
@@ -16,9 +17,14 @@ Snapshot = dict[str, tuple[int, int]]
 
 
 def _stat(path: Path) -> tuple[int, int] | None:
+    """(mtime, size) of a regular file, else None: the loader reads nothing else (a
+    missing ``harness.md`` is an empty directory while a sandbox runs, see
+    runtime/placeholders.py; it is not a change)."""
     try:
         st = path.stat()
     except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
         return None
     return st.st_mtime_ns, st.st_size
 

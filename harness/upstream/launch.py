@@ -95,11 +95,8 @@ def stdio_launch(
         )
     overrides = resolve_values(spec, "env", spec.env, environ)
     mode = spec.sandbox or config.exec.sandbox
-    if mode != "off":
-        # A protected path that does not exist cannot be mounted read-only, and the
-        # server lives longer than one exec.run: make sure harness's own folder exists
-        # (the others are removed at stop if the server created them, as exec.run does).
-        os.makedirs(os.path.join(workspace, ".harness"), exist_ok=True)
+    # A sandboxed plan holds placeholders for the missing protected paths for as long
+    # as the server runs (runtime/placeholders.py); after_stop releases them.
     try:
         plan = sandbox.plan(
             mode=mode,
@@ -121,6 +118,25 @@ def stdio_launch(
     tail = [ENV_PROGRAM, *drop, program, *args]
     if not plan.sandboxed:
         return Launch(argv=tail, env=env, cwd=cwd, sandboxed=False)
+    try:
+        return _sandboxed(plan, program, args, tail, env, cwd, workspace, environ, egress)
+    except BaseException:
+        if plan.lease is not None:
+            plan.lease.release()
+        raise
+
+
+def _sandboxed(
+    plan: sandbox.Plan,
+    program: str,
+    args: list[str],
+    tail: list[str],
+    env: dict[str, str],
+    cwd: str,
+    workspace: str,
+    environ: Mapping[str, str],
+    egress: Any,
+) -> Launch:
     mounts = runtime_paths(program, args, workspace, environ.get("HOME", ""))
     argv = list(plan.argv[: plan.program_index])  # ... --chdir CWD --
     at = len(argv) - 1 - argv[::-1].index("--chdir")
@@ -159,7 +175,11 @@ def after_stop(config: Config, launch: Launch) -> list[str]:
         return []
     from harness.runtime.builtins.proc import _after_run
 
-    notes = _after_run(config, str(config.workspace), launch.plan)
+    try:
+        notes = _after_run(config, str(config.workspace), launch.plan)
+    finally:
+        if launch.plan.lease is not None:
+            launch.plan.lease.release()
     return [n.strip() for n in notes.split("\n") if n.strip()]
 
 
