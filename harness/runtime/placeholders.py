@@ -48,26 +48,33 @@ PLACEHOLDER_MODE = 0o555
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _REGISTRY = "placeholders"
 _REGISTRY_MAX = 1 << 16
+_runs = 0
+_runs_lock = threading.Lock()
 
 
 class Lease:
     """A sandbox's hold on the workspace's placeholders (see the module docstring).
     ``pinned``: placeholders existed when it was taken. Release exactly once."""
 
-    __slots__ = ("workspace", "pinned", "_ws", "_dot")
+    __slots__ = ("workspace", "pinned", "_ws", "_dot", "_run")
 
-    def __init__(self, workspace: str, ws: int, dot: int, pinned: bool) -> None:
+    def __init__(
+        self, workspace: str, ws: int, dot: int, pinned: bool, run: int | None = None
+    ) -> None:
         self.workspace = workspace
         self.pinned = pinned
         self._ws: int | None = ws  # the workspace directory: shared flock while held
         self._dot: int | None = dot  # .harness: the mutex
+        self._run = run  # .harness/state/sandbox, shared flock: a command or server runs
 
     def release(self) -> None:
         """Drop the hold; the last lease of the workspace removes the placeholders."""
-        ws, dot = self._ws, self._dot
+        ws, dot, run = self._ws, self._dot, self._run
         if ws is None or dot is None:
             return
-        self._ws = self._dot = None
+        self._ws = self._dot = self._run = None
+        if run is not None:
+            os.close(run)
         try:
             fcntl.flock(dot, fcntl.LOCK_EX)
             fcntl.flock(ws, fcntl.LOCK_UN)
@@ -81,11 +88,15 @@ class Lease:
             os.close(dot)  # drops the mutex
 
 
-def hold(workspace: str, protected: Sequence[str]) -> Lease:
+def hold(workspace: str, protected: Sequence[str], *, running: bool = True) -> Lease:
     """A lease on the workspace, after giving each missing entry of ``protected``
     (workspace-relative, as ``sandbox.protected_paths`` lists them) its placeholder.
-    Raises BuiltinError when harness's own folder cannot be used."""
+    ``running``: for a command or server (not a prepared sandbox, which runs nothing
+    yet); :func:`running_now` and :func:`runs_started` see it. Raises BuiltinError
+    when harness's own folder cannot be used."""
+    global _runs
     ws, dot = _open(workspace, create=True)
+    run = None
     try:
         fcntl.flock(dot, fcntl.LOCK_EX)
         fcntl.flock(ws, fcntl.LOCK_SH)
@@ -93,12 +104,38 @@ def hold(workspace: str, protected: Sequence[str]) -> Lease:
         registered = _registry(dot)
         if made:
             _write_registry(dot, registered + made)
+        if running:
+            run = _walk_at(dot, STATE[1:], create=True)
+            fcntl.flock(run, fcntl.LOCK_SH)
+            with _runs_lock:
+                _runs += 1
         fcntl.flock(dot, fcntl.LOCK_UN)
     except BaseException:
-        os.close(ws)
-        os.close(dot)
+        for fd in (ws, dot) if run is None else (ws, dot, run):
+            os.close(fd)
         raise
-    return Lease(workspace, ws, dot, bool(registered or made))
+    return Lease(workspace, ws, dot, bool(registered or made), run)
+
+
+def runs_started() -> int:
+    """How many command or server leases this process has taken (``serve --watch``
+    compares it between two looks)."""
+    return _runs
+
+
+def running_now(workspace: str) -> bool:
+    """Whether a sandboxed command or server runs in the workspace now, in any process."""
+    try:
+        fd = _walk(workspace, STATE)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def sweep(workspace: str) -> None:

@@ -473,7 +473,7 @@ def prepare(key: Key, workspace: str, gen: int) -> None:
     # Taken now, while the command that asks still holds its own: the placeholders its
     # plan mounts cannot be removed before this sandbox is set up.
     try:
-        lease = placeholders.hold(workspace, ())
+        lease = placeholders.hold(workspace, (), running=False)
     except Exception:  # noqa: BLE001 - a failed start only means a cold start later
         _started(key)
         return
