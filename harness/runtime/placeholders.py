@@ -179,18 +179,19 @@ def _walk_at(fd: int, parts: Sequence[str], create: bool = False) -> int:
     fd = os.dup(fd)
     try:
         for part in parts:
+            made = False
             if create:
-                try:
+                with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=fd)
-                    if part == STATE[1]:
-                        ignore = os.open(".gitignore", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
-                        os.write(ignore, b"*\n")
-                        os.close(ignore)
-                except FileExistsError:
-                    pass
+                    made = True
             nxt = os.open(part, _DIR, dir_fd=fd)
             os.close(fd)
             fd = nxt
+            if made and part == STATE[1]:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                ignore = os.open(".gitignore", flags, 0o644, dir_fd=fd)
+                os.write(ignore, b"*\n")
+                os.close(ignore)
     except BaseException:
         os.close(fd)
         raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import socket
 import threading
 from collections.abc import Iterator
@@ -154,13 +155,13 @@ def test_harness_dir_read_only_and_its_state_hidden(ws: Path) -> None:
     assert "AUDIT-SECRET" not in r["stdout"] and "audit.jsonl" not in r["stdout"]
     r = run(make_ctx(ws), "sh", ["-c", "echo x > .harness/state/new"])
     assert not r["ok"]
-    (ws / ".harness" / "state" / "audit.jsonl").unlink()
-    (ws / ".harness" / "state").rmdir()
+    shutil.rmtree(ws / ".harness" / "state")  # (with harness's own lock folder)
     r = run(make_ctx(ws), "sh", ["-c", "echo evil > .harness/tools/evil.md"])
     assert not r["ok"]
     r = run(make_ctx(ws), "touch", [".harness/x"])
     assert not r["ok"] and "Read-only" in r["stderr"]
-    assert sorted(p.name for p in (ws / ".harness").rglob("*")) == ["t.md", "tools"]
+    outside_state = [p for p in (ws / ".harness").rglob("*") if "state" not in p.parts]
+    assert sorted(p.name for p in outside_state) == ["t.md", "tools"]  # (+ state, hidden)
 
 
 def test_git_and_harness_md_read_only(ws: Path) -> None:
