@@ -164,6 +164,16 @@ def is_placeholder(workspace: str, rel: str) -> bool:
 # ---------------------------------------------------------------- helpers
 
 
+def _own_like(fd: int, parent: int) -> None:
+    """Harness's own folders made by root in someone's workspace belong to the owner
+    of the folder above (that user must be able to add tools to ``.harness``)."""
+    if os.geteuid() != 0:
+        return
+    st = os.fstat(parent)
+    if st.st_uid != 0:
+        os.fchown(fd, st.st_uid, st.st_gid)
+
+
 def _walk(workspace: str, parts: Sequence[str]) -> int:
     """A descriptor of ``workspace/parts...``, never following a symbolic link."""
     fd = os.open(workspace, _DIR)
@@ -185,11 +195,14 @@ def _walk_at(fd: int, parts: Sequence[str], create: bool = False) -> int:
                     os.mkdir(part, 0o755, dir_fd=fd)
                     made = True
             nxt = os.open(part, _DIR, dir_fd=fd)
+            if made:
+                _own_like(nxt, fd)
             os.close(fd)
             fd = nxt
             if made and part == STATE[1]:
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
                 ignore = os.open(".gitignore", flags, 0o644, dir_fd=fd)
+                _own_like(ignore, fd)
                 os.write(ignore, b"*\n")
                 os.close(ignore)
     except BaseException:
@@ -206,10 +219,15 @@ def _open(workspace: str, *, create: bool) -> tuple[int, int]:
     except OSError as exc:
         raise BuiltinError(f'exec.run: cannot open the workspace "{workspace}": {exc}') from None
     try:
+        made = False
         if create:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(STATE[0], 0o755, dir_fd=ws)
-        return ws, os.open(STATE[0], _DIR, dir_fd=ws)
+                made = True
+        dot = os.open(STATE[0], _DIR, dir_fd=ws)
+        if made:
+            _own_like(dot, ws)
+        return ws, dot
     except OSError as exc:
         os.close(ws)
         if not create:

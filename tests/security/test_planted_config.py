@@ -382,3 +382,17 @@ def test_as_a_normal_user_nothing_can_be_planted(normal_user: Any) -> None:  # n
         assert out["left"] == [".harness", "go", "planted"], out["left"]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_harness_dir_made_by_root_belongs_to_the_workspace_owner(
+    normal_user: Any,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # Run as root in a normal user's project: the .harness harness makes there (and its
+    # state folders) are the user's, who must be able to add tools to it later.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.chown(ws, normal_user.pw_uid, normal_user.pw_gid)
+    assert run(ctx_for(ws), "true", [])["ok"]
+    for path in (ws / ".harness", ws / ".harness" / "state", ws / ".harness" / "state" / "sandbox"):
+        assert path.stat().st_uid == normal_user.pw_uid, path
