@@ -24,12 +24,15 @@ Placeholders are shared by every sandbox of the workspace, in every process and 
 every user, and removed by the last one to end. Each sandbox holds a :class:`Lease`
 for its whole life: a shared ``flock`` on the workspace directory itself. Making
 placeholders and removing them (by the last lease: its exclusive ``flock`` on the
-workspace succeeds) both happen under an exclusive ``flock`` on ``.harness``, so a
+workspace succeeds) both happen under an exclusive ``flock`` on a folder in
+``.harness/state`` (hidden from every sandbox, so no command can hold it), so a
 sandbox that starts never sees a placeholder disappear under it. Each placeholder
 made is listed, ``(path, st_dev, st_ino)``, in ``.harness/state/sandbox/placeholders``
 (hidden from every sandbox): only those, still empty, are removed. A process that
 dies drops its locks with it; the next lease to end, or ``Harness.close``
-(:func:`sweep`), cleans up.
+(:func:`sweep`), cleans up. A command can lock the workspace directory too (it sees
+it): shared, that only delays the clean-up while the command lives; exclusive, never,
+since its own lease holds a shared lock for as long as it runs.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from collections.abc import Sequence
 from harness.errors import BuiltinError
 
 STATE = (".harness", "state", "sandbox")
+MUTEX = "mutex"
 PLACEHOLDER_MODE = 0o555
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _REGISTRY = "placeholders"
@@ -56,27 +60,28 @@ class Lease:
     """A sandbox's hold on the workspace's placeholders (see the module docstring).
     ``pinned``: placeholders existed when it was taken. Release exactly once."""
 
-    __slots__ = ("workspace", "pinned", "_ws", "_dot", "_run")
+    __slots__ = ("workspace", "pinned", "_fds", "_run")
 
     def __init__(
-        self, workspace: str, ws: int, dot: int, pinned: bool, run: int | None = None
+        self, workspace: str, fds: tuple[int, int, int], pinned: bool, run: int | None = None
     ) -> None:
         self.workspace = workspace
         self.pinned = pinned
-        self._ws: int | None = ws  # the workspace directory: shared flock while held
-        self._dot: int | None = dot  # .harness: the mutex
+        # The workspace (shared flock while held), .harness, and the mutex.
+        self._fds: tuple[int, int, int] | None = fds
         self._run = run  # .harness/state/sandbox, shared flock: a command or server runs
 
     def release(self) -> None:
         """Drop the hold; the last lease of the workspace removes the placeholders."""
-        ws, dot, run = self._ws, self._dot, self._run
-        if ws is None or dot is None:
+        fds, run = self._fds, self._run
+        if fds is None:
             return
-        self._ws = self._dot = self._run = None
+        self._fds = self._run = None
+        ws, dot, mutex = fds
         if run is not None:
             os.close(run)
         try:
-            fcntl.flock(dot, fcntl.LOCK_EX)
+            fcntl.flock(mutex, fcntl.LOCK_EX)
             fcntl.flock(ws, fcntl.LOCK_UN)
             try:
                 fcntl.flock(ws, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -84,8 +89,8 @@ class Lease:
                 return  # another sandbox still runs
             _remove_all(self.workspace, dot)
         finally:
-            os.close(ws)  # drops its lock
-            os.close(dot)  # drops the mutex
+            for fd in fds:
+                os.close(fd)  # drops the locks
 
 
 def hold(workspace: str, protected: Sequence[str], *, running: bool = True) -> Lease:
@@ -95,26 +100,27 @@ def hold(workspace: str, protected: Sequence[str], *, running: bool = True) -> L
     yet); :func:`running_now` and :func:`runs_started` see it. Raises BuiltinError
     when harness's own folder cannot be used."""
     global _runs
-    ws, dot = _open(workspace, create=True)
+    fds = _open(workspace, create=True)
+    ws, dot, mutex = fds
     run = None
     try:
-        fcntl.flock(dot, fcntl.LOCK_EX)
+        fcntl.flock(mutex, fcntl.LOCK_EX)
         fcntl.flock(ws, fcntl.LOCK_SH)
         made = [m for m in (_make(workspace, rel) for rel in protected) if m is not None]
         registered = _registry(dot)
         if made:
             _write_registry(dot, registered + made)
         if running:
-            run = _walk_at(dot, STATE[1:], create=True)
+            run = _walk_at(dot, STATE[1:])
             fcntl.flock(run, fcntl.LOCK_SH)
             with _runs_lock:
                 _runs += 1
-        fcntl.flock(dot, fcntl.LOCK_UN)
+        fcntl.flock(mutex, fcntl.LOCK_UN)
     except BaseException:
-        for fd in (ws, dot) if run is None else (ws, dot, run):
+        for fd in fds if run is None else (*fds, run):
             os.close(fd)
         raise
-    return Lease(workspace, ws, dot, bool(registered or made), run)
+    return Lease(workspace, fds, bool(registered or made), run)
 
 
 def runs_started() -> int:
@@ -143,22 +149,10 @@ def sweep(workspace: str) -> None:
     workers and prepared sandboxes are gone: a killed worker never released its own).
     Creates nothing."""
     try:
-        ws, dot = _open(workspace, create=False)
+        fds = _open(workspace, create=False)
     except (OSError, BuiltinError):
         return
-    Lease(workspace, ws, dot, pinned=True).release()
-
-
-def is_placeholder(workspace: str, rel: str) -> bool:
-    """Whether ``rel`` is a placeholder made by :func:`hold` (and still one)."""
-    try:
-        dot = _walk(workspace, STATE[:1])
-    except OSError:
-        return False
-    try:
-        return any(r == rel and _same(workspace, r, dev, ino) for r, dev, ino in _registry(dot))
-    finally:
-        os.close(dot)
+    Lease(workspace, fds, pinned=True).release()
 
 
 # ---------------------------------------------------------------- helpers
@@ -211,13 +205,16 @@ def _walk_at(fd: int, parts: Sequence[str], create: bool = False) -> int:
     return fd
 
 
-def _open(workspace: str, *, create: bool) -> tuple[int, int]:
-    """Descriptors of the workspace and of its ``.harness`` (made when missing and
-    ``create``), never through a symbolic link."""
+def _open(workspace: str, *, create: bool) -> tuple[int, int, int]:
+    """Descriptors of the workspace, of its ``.harness`` and of the mutex, a folder in
+    ``.harness/state`` (hidden from every sandbox: a command could lock ``.harness``
+    itself, read-only as it is, and stall every other one), made when missing and
+    ``create``; never through a symbolic link."""
     try:
         ws = os.open(workspace, _DIR)
     except OSError as exc:
         raise BuiltinError(f'exec.run: cannot open the workspace "{workspace}": {exc}') from None
+    dot = -1
     try:
         made = False
         if create:
@@ -227,15 +224,17 @@ def _open(workspace: str, *, create: bool) -> tuple[int, int]:
         dot = os.open(STATE[0], _DIR, dir_fd=ws)
         if made:
             _own_like(dot, ws)
-        return ws, dot
+        return ws, dot, _walk_at(dot, (*STATE[1:], MUTEX), create=create)
     except OSError as exc:
         os.close(ws)
+        if dot >= 0:
+            os.close(dot)
         if not create:
             raise
         raise BuiltinError(
             f'exec.run refused: harness cannot use its folder "{workspace}/.harness" '
-            f"({exc.strerror or exc}); it must be a real directory (not a symbolic link "
-            "or a file): fix or remove it"
+            f"({exc.strerror or exc}); it must be a real directory harness can write "
+            "(not a symbolic link or a file): fix or remove it"
         ) from None
 
 
@@ -313,20 +312,6 @@ def _make(workspace: str, rel: str) -> tuple[str, int, int] | None:
         return rel, st.st_dev, st.st_ino
     finally:
         os.close(fd)
-
-
-def _same(workspace: str, rel: str, dev: int, ino: int) -> bool:
-    found = _parent(workspace, rel)
-    if found is None:
-        return False
-    fd, name = found
-    try:
-        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == (dev, ino)
 
 
 def _remove_all(workspace: str, dot: int) -> None:

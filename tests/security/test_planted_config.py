@@ -396,3 +396,43 @@ def test_harness_dir_made_by_root_belongs_to_the_workspace_owner(
     assert run(ctx_for(ws), "true", [])["ok"]
     for path in (ws / ".harness", ws / ".harness" / "state", ws / ".harness" / "state" / "sandbox"):
         assert path.stat().st_uid == normal_user.pw_uid, path
+
+
+def test_a_command_locking_harness_files_stalls_no_other_call(tmp_path: Path) -> None:
+    # The leases' mutex lives in .harness/state (hidden): a command that takes an
+    # exclusive lock on everything it can see of harness's cannot stall other calls.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "harness.md").write_text("---\n---\n")
+    lock_all = (
+        'python3 -c "import fcntl, os, time\n'
+        "fds = [os.open(p, os.O_RDONLY) for p in ('.', '.harness', 'harness.md')]\n"
+        "for fd in fds:\n"
+        "    try:\n"
+        "        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "    except OSError:\n"
+        "        fcntl.flock(fd, fcntl.LOCK_SH)\n"
+        "open('planted', 'w').close()\n"
+        "while not os.path.exists('go'):\n"
+        '    time.sleep(0.05)\n"'
+    )
+
+    def second_call() -> bool:
+        done: dict[str, Any] = {}
+        t = threading.Thread(target=lambda: done.update(r=run(ctx_for(ws), "true", [])))
+        t.start()
+        t.join(30)  # a deadlock guard (the locker runs for 120 s), not a timing check
+        return bool(done.get("r", {}).get("ok"))
+
+    out: dict[str, Any] = {}
+    t = threading.Thread(
+        target=lambda: out.update(r=run(ctx_for(ws), "sh", ["-c", lock_all], timeout_ms=120000))
+    )
+    t.start()
+    try:
+        wait_for(ws / "planted")
+        finished = second_call()
+    finally:
+        (ws / "go").touch()
+        t.join(60)
+    assert finished, "a command holding locks stalled another call"
