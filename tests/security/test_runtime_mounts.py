@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -204,3 +206,65 @@ def test_only_runtime_mounts_reads_pyvenv_cfg_and_binds_come_from_known_places()
     assert "toolchains" in _calls(sandbox_tree, "plan")
     assert "runtime_mounts" in _calls(launch_tree, "runtime_paths")
     assert "runtime_paths" in _calls(launch_tree, "_sandboxed")
+
+
+# ---------------------------------------------------------------- as a normal user
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+from test_sandbox_host_state import (  # noqa: E402
+    _accessible,
+    _copy_importable,
+    _interpreter,
+    normal_user,  # noqa: F401 - the fixture
+)
+
+USER_DRIVER = """
+import json, os, subprocess, sys
+from harness.runtime import sandbox
+from harness.upstream.launch import runtime_paths
+base, python = sys.argv[1], sys.argv[2]
+home = os.path.join(base, "home")
+os.makedirs(os.path.join(home, ".ssh"))
+open(os.path.join(home, ".ssh", "id_ed25519"), "w").write("KEY")
+os.makedirs(os.path.join(home, "secrets"))
+open(os.path.join(home, "secrets", "token"), "w").write("TOKEN")
+ws = os.path.join(base, "ws")
+subprocess.run([python, "-m", "venv", "--without-pip", os.path.join(ws, ".venv")], check=True)
+with open(os.path.join(ws, ".venv", "pyvenv.cfg"), "a") as f:
+    f.write("executable = %s\\nhome = %s\\n" % (os.path.join(home, ".ssh", "id_ed25519"),
+                                            os.path.join(home, "secrets")))
+print(json.dumps({
+    "server": runtime_paths(os.path.join(ws, ".venv", "bin", "python"), [], ws, home),
+    "exec": list(sandbox.toolchains(ws, ())),
+}))
+"""
+
+
+def test_as_a_normal_user_pyvenv_cfg_names_no_mount(normal_user: Any) -> None:  # noqa: F811
+    import shutil
+    import tempfile
+
+    uid, gid = normal_user.pw_uid, normal_user.pw_gid
+    paths = [str(Path(harness.__file__).resolve().parents[1])]
+    paths += [p for p in sys.path if p.endswith("site-packages")]
+    base = tempfile.mkdtemp(prefix="hx-venv-")
+    try:
+        os.chmod(base, 0o755)
+        if not all(_accessible(p, uid) for p in paths):
+            paths = [_copy_importable(paths, Path(base) / "lib")]
+        work = Path(base) / "work"
+        (work / "ws").mkdir(parents=True)
+        subprocess.run(["chown", "-R", f"{uid}:{gid}", str(work)], check=True)
+        python = _interpreter(uid)
+        driver = f"import sys\nsys.path[:0] = {paths!r}\n" + USER_DRIVER
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(work / "home"), "TMPDIR": base}
+        cmd = [python, "-c", driver, str(work), python]
+        if os.geteuid() == 0:
+            cmd = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *cmd]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out = json.loads(proc.stdout)
+        for path in out["server"] + out["exec"]:
+            assert ".ssh" not in path and "secrets" not in path, out
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
