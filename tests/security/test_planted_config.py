@@ -436,3 +436,21 @@ def test_a_command_locking_harness_files_stalls_no_other_call(tmp_path: Path) ->
         (ws / "go").touch()
         t.join(60)
     assert finished, "a command holding locks stalled another call"
+
+
+def test_an_idle_prepared_sandbox_stops_pinning_the_placeholders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In a serving process the spawner thread expires prepared sandboxes that pin
+    # placeholders after IDLE_S unused (called directly here, with IDLE_S = 0).
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setattr(prewarm, "SYNC", True)  # prepared right after the command
+    assert run(ctx_for(ws), "true", [])["ok"]
+    if not prewarm._ready:
+        pytest.fail("no sandbox was prepared (prewarm off or no dash?)")
+    assert (ws / "harness.md").is_dir()  # pinned by the prepared sandbox
+    monkeypatch.setattr(prewarm, "IDLE_S", 0.0)
+    prewarm._expire_pinned()
+    assert not prewarm._ready
+    assert sorted(os.listdir(ws)) == [".harness"]
