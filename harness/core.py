@@ -8,6 +8,7 @@ audit identity. ``Harness.call`` uses a default session.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import typing
 import weakref
@@ -348,9 +349,12 @@ class Harness:
             self._default.close()
         # Calls still queued when the runtime closed (in-process) may have prepared a
         # sandbox for the next command since: none is left behind.
-        from harness.runtime import prewarm
+        from harness.runtime import placeholders, prewarm
 
         prewarm.discard_all()
+        # Every sandbox of this Harness is gone: the placeholders it held go too (unless
+        # another process's sandbox still holds them; its own end removes them then).
+        placeholders.sweep(os.path.realpath(self.config.workspace))
 
     def __enter__(self) -> Harness:
         return self

@@ -38,7 +38,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 
-from harness.runtime import seccomp
+from harness.runtime import placeholders, seccomp
 from harness.runtime.wire import readable
 
 ENABLED = os.environ.get("HARNESS_PREWARM", "1") != "0"
@@ -59,7 +59,7 @@ Key = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
 
 
 class Prepared:
-    __slots__ = ("proc", "key", "born", "targets", "checked_ns")
+    __slots__ = ("proc", "key", "born", "targets", "checked_ns", "lease")
 
     def __init__(
         self,
@@ -67,12 +67,21 @@ class Prepared:
         key: Key,
         targets: Mapping[str, tuple[int, int, int]] | None = None,
         checked_ns: int = 0,
+        lease: placeholders.Lease | None = None,
     ) -> None:
         self.proc = proc
         self.key = key
         self.born = time.monotonic()
         self.targets = targets or {}  # mount target in the workspace -> _identity
         self.checked_ns = checked_ns  # when they were looked at, before bubblewrap ran
+        # Its hold on the workspace's placeholders (runtime/placeholders.py), which its
+        # mounts pin: released when it is killed, or used (the call holds its own).
+        self.lease = lease
+
+    def release(self) -> None:
+        lease, self.lease = self.lease, None
+        if lease is not None:
+            lease.release()
 
 
 _lock = threading.Lock()
@@ -83,7 +92,7 @@ _inflight = 0  # exec.run calls running in this process (see running())
 # Per plan: the last prepared sandbox was still setting up when it was taken (calls
 # come back to back), so the next one is prepared as soon as a command starts.
 _eager: dict[Key, bool] = {}
-_jobs: queue.SimpleQueue[tuple[Key, str, int] | None] = queue.SimpleQueue()
+_jobs: queue.SimpleQueue[tuple[Key, str, int, placeholders.Lease] | None] = queue.SimpleQueue()
 _generation = 0  # bumped by discard_all: a start in flight then kills what it made
 _starting = 0  # starts between their generation check and their registration
 _spawner: threading.Thread | None = None
@@ -229,6 +238,7 @@ def start(p: Prepared, prefix: Sequence[str], line: bytes, wait: float = READY_W
         fd = proc.stdin.fileno()
         while view:
             view = view[os.write(fd, view) :]
+        p.release()  # the call that took it holds its own lease
     except OSError:
         _kill(p)
         return False
@@ -460,9 +470,16 @@ def prepare(key: Key, workspace: str, gen: int) -> None:
         if len(_ready.get(key, ())) + _pending.get(key, 0) >= want:
             return
         _pending[key] = _pending.get(key, 0) + 1
+    # Taken now, while the command that asks still holds its own: the placeholders its
+    # plan mounts cannot be removed before this sandbox is set up.
+    try:
+        lease = placeholders.hold(workspace, (), running=False)
+    except Exception:  # noqa: BLE001 - a failed start only means a cold start later
+        _started(key)
+        return
     if SYNC:
         with contextlib.suppress(Exception):  # a failed start only means a cold start later
-            _spawn(key, workspace, gen)
+            _spawn(key, workspace, gen, lease)
         return
     global _spawner
     try:
@@ -474,8 +491,9 @@ def prepare(key: Key, workspace: str, gen: int) -> None:
                     target=_run_spawner, name="harness-prewarm", daemon=True
                 )
                 _spawner.start()
-        _jobs.put((key, workspace, gen))
+        _jobs.put((key, workspace, gen, lease))
     except BaseException as exc:
+        lease.release()
         _started(key)  # nothing was queued: take back the count
         if not isinstance(exc, Exception):
             raise
@@ -483,16 +501,41 @@ def prepare(key: Key, workspace: str, gen: int) -> None:
 
 def _run_spawner() -> None:
     while True:
-        job = _jobs.get()
+        try:
+            job = _jobs.get(timeout=IDLE_S)
+        except queue.Empty:
+            _expire_pinned()
+            continue
         if job is None:
             return
         with contextlib.suppress(Exception):  # a failed start only means a cold start later
             _spawn(*job)
 
 
-def _spawn(key: Key, workspace: str, generation: int) -> None:
+def _expire_pinned() -> None:
+    """Kill the prepared sandboxes unused for IDLE_S whose mounts pin placeholders
+    (runtime/placeholders.py): while one waits, a missing ``harness.md`` stays an empty
+    directory in the workspace. (Worker processes have no idle thread: theirs go with
+    the worker or ``Harness.close``.)"""
+    now = time.monotonic()
+    gone: list[Prepared] = []
+    with _lock:
+        for key in list(_ready):
+            waiting = _ready[key]
+            old = [p for p in waiting if p.lease is not None and p.lease.pinned]
+            old = [p for p in old if now - p.born > IDLE_S]
+            if old:
+                waiting[:] = [p for p in waiting if p not in old]
+                gone += old
+                if not waiting:
+                    del _ready[key]
+    for p in gone:
+        _kill(p)
+
+
+def _spawn(key: Key, workspace: str, generation: int, lease: placeholders.Lease) -> None:
     try:
-        _start(key, workspace, generation)
+        _start(key, workspace, generation, lease)
     finally:
         _started(key)
 
@@ -508,17 +551,20 @@ def _started(key: Key) -> None:
         _cond.notify_all()
 
 
-def _start(key: Key, workspace: str, generation: int) -> None:
+def _start(key: Key, workspace: str, generation: int, lease: placeholders.Lease) -> None:
     global _starting
     t = tools()
     if t is None:
+        lease.release()
         return
     prefix, env = key
     with _lock:
         if generation != _generation:
+            lease.release()
             return
         _starting += 1
     evicted = []
+    made: Prepared | None = None
     try:
         # bubblewrap creates a missing mount target (an empty 0444 file, a directory)
         # on the host, through the workspace bind: a .env deleted since this plan was
@@ -545,7 +591,7 @@ def _start(key: Key, workspace: str, generation: int) -> None:
         finally:
             if filter_fd is not None:
                 os.close(filter_fd)
-        made = Prepared(proc, key, targets, checked_ns)
+        made = Prepared(proc, key, targets, checked_ns, lease)
         if not SYNC and proc.stdout is not None:
             # A target deleted between the look above and the mounts: bubblewrap's
             # file is taken back as soon as the set-up is done, and this sandbox is
@@ -567,6 +613,8 @@ def _start(key: Key, workspace: str, generation: int) -> None:
         for p in evicted:
             _kill(p)
     finally:
+        if made is None:
+            lease.release()
         with _cond:
             _starting -= 1
             _cond.notify_all()
@@ -580,6 +628,7 @@ def _kill(p: Prepared) -> None:
         proc.wait(timeout=5)
     with contextlib.suppress(OSError):
         _undo_created(p)
+    p.release()
     for f in (proc.stdin, proc.stdout, proc.stderr):
         if f is not None:
             with contextlib.suppress(OSError):
@@ -591,8 +640,9 @@ def discard_all() -> None:
     global _generation
     with _cond:
         _generation += 1
-        # A start in flight sees the new generation and kills what it made: wait for it.
-        _cond.wait_for(lambda: _starting == 0, timeout=5)
+        # A start in flight sees the new generation and kills what it made, one queued
+        # drops its lease (runtime/placeholders.py) unused: wait for both.
+        _cond.wait_for(lambda: _starting == 0 and not _pending, timeout=5)
         items = [p for waiting in _ready.values() for p in waiting]
         _ready.clear()
         _eager.clear()

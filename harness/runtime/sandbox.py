@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -41,8 +40,9 @@ from functools import lru_cache
 
 from harness.config_mounts import mount_path, mount_problem
 from harness.errors import BuiltinError
-from harness.runtime import seccomp
+from harness.runtime import placeholders, seccomp
 from harness.runtime.jail import SENSITIVE_SEQUENCES, is_sensitive
+from harness.runtime.mounts import link_hops, runtime_mounts
 
 logger = logging.getLogger("harness.sandbox")
 
@@ -120,6 +120,10 @@ class Plan:
     protected_ids: tuple[tuple[str, int, int], ...] = field(default=())
     # Real host paths bound read-only besides the system (exec.mounts, virtualenvs).
     mounts: tuple[str, ...] = field(default=())
+    # Sandboxed plans: the hold on the workspace's placeholders (runtime/placeholders.py),
+    # taken before the protected paths were looked at. Whoever runs the plan releases it
+    # once the sandbox is gone (after checking the protected paths).
+    lease: placeholders.Lease | None = field(default=None, compare=False, repr=False)
 
 
 # ---------------------------------------------------------------- finding bwrap
@@ -405,118 +409,9 @@ def _visible_real(
 # ---------------------------------------------------------------- toolchains
 
 # Virtual environments in the workspace whose interpreter lives elsewhere (pyenv,
-# /opt/python, a uv-managed Python) get that install bound read-only by default.
+# /opt/python, a uv-managed Python) get that install bound read-only by default;
+# runtime/mounts.py decides what (for upstream servers too).
 VENV_DIRS = (".venv", "venv")
-_venv_cache: dict[str, tuple[tuple[int, int] | None, tuple[str, ...]]] = {}
-
-
-def _venv_prefixes(workspace: str) -> tuple[str, ...]:
-    """Install prefixes of the interpreters of the workspace's .venv/venv."""
-    out: list[str] = []
-    for name in VENV_DIRS:
-        cfg = os.path.join(workspace, name, "pyvenv.cfg")
-        try:
-            st = os.stat(cfg)
-        except OSError:
-            continue
-        key = (st.st_mtime_ns, st.st_ino)
-        hit = _venv_cache.get(cfg)
-        if hit is not None and hit[0] == key:
-            out += hit[1]
-            continue
-        found: list[str] = []
-        try:
-            with open(cfg, encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    k, _, v = line.partition("=")
-                    if k.strip() == "home" and v.strip().startswith("/"):
-                        home = os.path.normpath(v.strip())
-                        if _holds_python(home):
-                            found += [
-                                _mount_for(home + "/python"),
-                                _mount_for(os.path.realpath(home) + "/python"),
-                            ]
-        except OSError:
-            pass
-        for exe in ("python3", "python"):
-            hops = link_hops(os.path.join(workspace, name, "bin", exe))
-            found += [_mount_for(h) for h in hops if _is_python(h)]
-        uniq = tuple(p for p in dict.fromkeys(found) if p and not _inside(p, workspace))
-        if len(_venv_cache) > 64:
-            _venv_cache.clear()
-        _venv_cache[cfg] = (key, uniq)
-        out += uniq
-    return tuple(out)
-
-
-_PYTHON_NAME = re.compile(r"python(?:3(?:\.[0-9]+)?)?")
-
-
-def _is_python(path: str) -> bool:
-    """Whether ``path`` is named like a Python interpreter and is (or leads to) an
-    executable file on the host. ``pyvenv.cfg`` and ``.venv/bin`` are written by
-    commands: only such a path may decide an automatic mount, never any directory
-    a command names (second attack review)."""
-    return (
-        _PYTHON_NAME.fullmatch(os.path.basename(path)) is not None
-        and os.path.isfile(path)
-        and os.access(path, os.X_OK)
-    )
-
-
-def _is_install_prefix(prefix: str) -> bool:
-    """Whether ``prefix`` is a Python installation (it holds ``lib/python3.N/os.py``), not
-    a directory that merely has an interpreter in its ``bin`` (``~/.local``, whose
-    ``share`` may hold keyrings, gets one from uv or pipx): only a real install is
-    bound automatically; anything else needs an ``exec.mounts`` entry."""
-    lib = os.path.join(prefix, "lib")
-    try:
-        names = os.listdir(lib)
-    except OSError:
-        return False
-    return any(
-        _PYTHON_NAME.fullmatch(n) is not None
-        and n != "python"
-        and os.path.isfile(os.path.join(lib, n, "os.py"))
-        for n in names
-    )
-
-
-def _mount_for(exe: str) -> str:
-    """What to bind for an interpreter on a venv's link chain: its install prefix when
-    that is a Python installation, else only its ``bin`` directory (a link farm such as
-    ``~/.local/bin``), else nothing ("" )."""
-    prefix = _prefix(exe)
-    if _is_install_prefix(prefix):
-        return prefix
-    directory = os.path.dirname(exe)
-    return directory if os.path.basename(directory) == "bin" else ""
-
-
-def _holds_python(directory: str) -> bool:
-    """Whether ``directory`` (a ``pyvenv.cfg`` ``home``) holds a Python interpreter."""
-    return any(
-        _is_python(os.path.join(directory, n))
-        for n in ("python3", "python", *(f"python3.{m}" for m in range(6, 20)))
-    )
-
-
-def link_hops(path: str, limit: int = 40) -> list[str]:
-    """Every place a chain of symbolic links starting at ``path`` passes through (as
-    each link says, normalized), then the real path. Each must be visible in the
-    sandbox for the chain to resolve there."""
-    out: list[str] = []
-    cur = path
-    for _ in range(limit):
-        try:
-            target = os.readlink(cur)
-        except OSError:
-            break
-        cur = os.path.normpath(os.path.join(os.path.dirname(cur), target))
-        out.append(cur)
-    if out:
-        out.append(os.path.realpath(path))
-    return out
 
 
 def _prefix(path: str) -> str:
@@ -540,13 +435,10 @@ def toolchains(workspace: str, mounts: Sequence[str]) -> tuple[str, ...]:
             _inside(real, r) for r in system_roots()
         ):  # /usr/...: visible already
             out.append(real)
-    for prefix in _venv_prefixes(workspace):
-        if (
-            not any(_inside(prefix, r) for r in (*system_roots(), *out))
-            and os.path.isdir(prefix)
-            and mount_problem(prefix, workspace) is None
-        ):
-            out.append(prefix)
+    venvs = [os.path.join(workspace, name) for name in VENV_DIRS]
+    for path in runtime_mounts(workspace, system=(*system_roots(), *out), venvs=venvs):
+        if os.path.isdir(path):
+            out.append(path)
     # A path inside another is covered by it.
     return tuple(
         sorted(r for r in dict.fromkeys(out) if not any(r != o and _inside(r, o) for o in out))
@@ -954,6 +846,18 @@ def _warn_once(log: object, why: str) -> None:
         log("warn", msg, {"source": "sandbox"})
 
 
+def hold_placeholders(workspace: str, protected: Sequence[str]) -> placeholders.Lease:
+    """Before a sandbox is planned: every missing protected path gets its placeholder
+    (runtime/placeholders.py), held until the lease is released."""
+    if any(_inside(r, workspace) for r in system_roots()):  # as build_argv refuses
+        raise BuiltinError(
+            f'exec.run: the workspace "{workspace}" contains system '
+            "directories; it cannot be sandboxed. Use a project directory."
+        )
+    rels = [rel for rel, _host, hidden in protected_paths(workspace, protected) if not hidden]
+    return placeholders.hold(workspace, rels)
+
+
 def plan(
     *,
     mode: str,
@@ -971,21 +875,26 @@ def plan(
     if mode != "off":
         bwrap, flags, why = status()
         if bwrap is not None and flags is not None:
-            masks = sensitive_masks(workspace)
-            if not masks.complete or masks.found > MASK_MAX:
-                _warn_masks(log, workspace, masks)
-            extra = toolchains(workspace, mounts)
-            argv, absent, ids = build_argv(
-                bwrap,
-                flags,
-                workspace=workspace,
-                cwd=cwd,
-                program=program,
-                args=args,
-                protected=protected,
-                masks=masks,
-                mounts=extra,
-            )
+            lease = hold_placeholders(workspace, protected)
+            try:
+                masks = sensitive_masks(workspace)
+                if not masks.complete or masks.found > MASK_MAX:
+                    _warn_masks(log, workspace, masks)
+                extra = toolchains(workspace, mounts)
+                argv, absent, ids = build_argv(
+                    bwrap,
+                    flags,
+                    workspace=workspace,
+                    cwd=cwd,
+                    program=program,
+                    args=args,
+                    protected=protected,
+                    masks=masks,
+                    mounts=extra,
+                )
+            except BaseException:
+                lease.release()
+                raise
             env = child_env(env_names, env_overrides, sandboxed=True)
             return Plan(
                 argv=argv,
@@ -996,6 +905,7 @@ def plan(
                 absent_protected=absent,
                 protected_ids=ids,
                 mounts=extra,
+                lease=lease,
             )
         if mode == "required":
             raise SandboxUnavailable(

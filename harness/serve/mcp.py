@@ -46,12 +46,12 @@ from harness.errors import HarnessError, LoadError
 from harness.output import read_page
 from harness.pipeline import cap_text, policy_allows, render, truncation_notice
 from harness.results import ToolResult
-from harness.runtime import cancel
+from harness.runtime import cancel, placeholders
 from harness.serve import info, tracing
 from harness.serve.http import gone_event, identity_of
 from harness.serve.info import changes_possible
 from harness.serve.limits import CallGate, Refused
-from harness.serve.watch import Snapshot, snapshot
+from harness.serve.watch import ReloadRefused, Snapshot, load_guarded, snapshot
 from harness.session import Session
 from harness.session_tools import TOOL_SEARCH
 from harness.state import StateBackend, open_backend
@@ -566,17 +566,37 @@ class HarnessMCPServer:
     async def watch_loop(self) -> None:
         """Poll artifact mtimes; reload and notify on change. Runs until cancelled."""
         log.info("watching %s for changes", self.root)
+        workspace = str(self.gen.harness.config.workspace)
+        runs = placeholders.runs_started()
         while True:
             await anyio.sleep(self.watch_interval)
+            started, runs = runs, placeholders.runs_started()
             current = await anyio.to_thread.run_sync(snapshot, self.root)
             if current != self._snapshot:
                 self._snapshot = current
-                await self.reload()
+                # A sandboxed command or server of this process started since the last
+                # look, or one of any process runs now (watch.load_guarded).
+                during = started != runs or await anyio.to_thread.run_sync(
+                    placeholders.running_now, workspace
+                )
+                await self.reload(during_sandbox=during)
 
-    async def reload(self) -> bool:
-        """Load the root again; swap in the new tools only when they load cleanly."""
+    async def reload(self, *, during_sandbox: bool = False) -> bool:
+        """Load the root again; swap in the new tools only when they load cleanly (and,
+        ``during_sandbox``, loosen nothing: see ``watch.load_guarded``)."""
+        old_project = self.gen.harness.project
         try:
-            harness = await anyio.to_thread.run_sync(load_harness, self.root)
+            harness = await anyio.to_thread.run_sync(
+                load_guarded, self.root, old_project, during_sandbox
+            )
+        except ReloadRefused as exc:
+            log.error(
+                "reload refused; keeping the last good tools: the change was made while a "
+                "sandboxed command or upstream server ran, and it loosens the sandbox (%s). "
+                "Check harness.md and .harness/, then restart harness serve to apply it",
+                exc,
+            )
+            return False
         except LoadError as exc:
             log.error("reload failed; keeping the last good tools. Problems:")
             for problem in exc.problems:

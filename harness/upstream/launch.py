@@ -24,6 +24,7 @@ from typing import Any
 from harness.artifacts.servers import ServerSpec, env_refs, expand
 from harness.config import Config
 from harness.runtime import sandbox
+from harness.runtime.mounts import runtime_mounts
 
 ENV_PROGRAM = "/usr/bin/env" if os.path.exists("/usr/bin/env") else "/bin/env"
 
@@ -95,11 +96,8 @@ def stdio_launch(
         )
     overrides = resolve_values(spec, "env", spec.env, environ)
     mode = spec.sandbox or config.exec.sandbox
-    if mode != "off":
-        # A protected path that does not exist cannot be mounted read-only, and the
-        # server lives longer than one exec.run: make sure harness's own folder exists
-        # (the others are removed at stop if the server created them, as exec.run does).
-        os.makedirs(os.path.join(workspace, ".harness"), exist_ok=True)
+    # A sandboxed plan holds placeholders for the missing protected paths for as long
+    # as the server runs (runtime/placeholders.py); after_stop releases them.
     try:
         plan = sandbox.plan(
             mode=mode,
@@ -121,6 +119,25 @@ def stdio_launch(
     tail = [ENV_PROGRAM, *drop, program, *args]
     if not plan.sandboxed:
         return Launch(argv=tail, env=env, cwd=cwd, sandboxed=False)
+    try:
+        return _sandboxed(plan, program, args, tail, env, cwd, workspace, environ, egress)
+    except BaseException:
+        if plan.lease is not None:
+            plan.lease.release()
+        raise
+
+
+def _sandboxed(
+    plan: sandbox.Plan,
+    program: str,
+    args: list[str],
+    tail: list[str],
+    env: dict[str, str],
+    cwd: str,
+    workspace: str,
+    environ: Mapping[str, str],
+    egress: Any,
+) -> Launch:
     mounts = runtime_paths(program, args, workspace, environ.get("HOME", ""))
     argv = list(plan.argv[: plan.program_index])  # ... --chdir CWD --
     at = len(argv) - 1 - argv[::-1].index("--chdir")
@@ -159,32 +176,12 @@ def after_stop(config: Config, launch: Launch) -> list[str]:
         return []
     from harness.runtime.builtins.proc import _after_run
 
-    notes = _after_run(config, str(config.workspace), launch.plan)
+    try:
+        notes = _after_run(config, str(config.workspace), launch.plan)
+    finally:
+        if launch.plan.lease is not None:
+            launch.plan.lease.release()
     return [n.strip() for n in notes.split("\n") if n.strip()]
-
-
-def _prefix(exe: str) -> str:
-    d = os.path.dirname(exe)
-    return os.path.dirname(d) if os.path.basename(d) == "bin" else d
-
-
-def _install_root(prefix: str) -> bool:
-    """A Python or node installation (or a virtualenv): what an interpreter needs. Any
-    other ``bin/``'s parent (``~/.local``, ``/opt/tools``) is not mounted whole."""
-    if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
-        return True
-    return any(
-        os.path.exists(os.path.join(prefix, "bin", name)) for name in ("python3", "python", "node")
-    )
-
-
-def _venv(path: str) -> str | None:
-    d = os.path.dirname(path)
-    for _ in range(3):
-        if os.path.isfile(os.path.join(d, "pyvenv.cfg")):
-            return d
-        d = os.path.dirname(d)
-    return None
 
 
 def _shebang(path: str) -> str | None:
@@ -203,64 +200,25 @@ def _shebang(path: str) -> str | None:
     return parts[0]
 
 
-def runtime_paths(program: str, args: list[str], workspace: str, home: str) -> list[str]:  # noqa: C901
-    """Host paths the program needs to run, to mount read-only: the install prefix of the
-    program and of its interpreter, its virtualenv and the base Python of that virtualenv,
-    and files named by absolute path in the arguments. Never ``/``, the home directory or
-    one of its ancestors (only the file itself then), never what the sandbox already has."""
-    wanted: list[str] = []
-    seen_exes: set[str] = set()
-
-    def exe(path: str | None) -> None:
-        if not path or path in seen_exes:
-            return
-        seen_exes.add(path)
-        for candidate in (path, os.path.realpath(path)):
-            if _install_root(_prefix(candidate)):
-                wanted.append(_prefix(candidate))
-            venv = _venv(candidate)
-            if venv:
-                wanted.append(venv)
-                cfg = Path(venv, "pyvenv.cfg").read_text(errors="replace")
-                for line in cfg.splitlines():
-                    key, _, value = line.partition("=")
-                    if key.strip() in ("home", "executable") and value.strip():
-                        base = value.strip()
-                        wanted.append(
-                            _prefix(
-                                os.path.realpath(
-                                    base if key.strip() == "executable" else base + "/python3"
-                                )
-                            )
-                        )
-        exe(_shebang(os.path.realpath(path)))
-
-    exe(program)
-    for a in args:
-        if os.path.isabs(a) and os.path.isfile(a):
-            wanted.append(os.path.realpath(a))
-    out: list[str] = []
-    roots = sandbox.system_roots()
-    home_real = os.path.realpath(home) if home else ""
-    for path in wanted:
-        path = os.path.realpath(path)
-        if path == "/" or not os.path.exists(path):
-            continue
-        if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
-            continue
-        if path == workspace or path.startswith(workspace.rstrip("/") + "/"):
-            continue
-        if home_real and (home_real == path or home_real.startswith(path.rstrip("/") + "/")):
-            continue  # would expose the home directory; the file itself is mounted below
-        if path not in out:
-            out.append(path)
-    for f in (program, os.path.realpath(program)):
-        if not any(f == p or f.startswith(p.rstrip("/") + "/") for p in out) and not any(
-            f.startswith(r.rstrip("/") + "/") for r in roots
-        ):
-            if not f.startswith(workspace.rstrip("/") + "/"):
-                out.append(f)
-    return sorted(set(out), key=lambda p: (p.count("/"), p))
+def runtime_paths(program: str, args: list[str], workspace: str, home: str) -> list[str]:
+    """Host paths the program needs to run, to mount read-only, as
+    :func:`harness.runtime.mounts.runtime_mounts` decides for every sandbox: the
+    program's own file, its interpreter install, its virtualenv and that one's base
+    interpreter, the interpreter its ``#!`` line names (only what an installation
+    holds: a script in the workspace can rewrite that line), and files named by
+    absolute path in the arguments. Never ``/``, the home directory or one of its
+    ancestors, never what the sandbox already has."""
+    interpreter = _shebang(os.path.realpath(program))
+    return list(
+        runtime_mounts(
+            workspace,
+            system=sandbox.system_roots(),
+            programs=[program],
+            interpreters=[interpreter] if interpreter else [],
+            files=[a for a in args if os.path.isabs(a)],
+            home=home,
+        )
+    )
 
 
 @contextlib.asynccontextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -356,7 +357,7 @@ def test_hidden_state_replaced_after_preparing_stays_hidden(ws: Path, starts: St
     (ws / ".harness" / "state").mkdir()
     ctx = make_ctx(ws)
     prime(ctx)
-    (ws / ".harness" / "state").rmdir()
+    shutil.rmtree(ws / ".harness" / "state")  # (with harness's own lock folders)
     (ws / ".harness" / "state").mkdir()
     (ws / ".harness" / "state" / "audit.jsonl").write_text("AUDIT-SECRET\n")
     out = run(ctx, "cat", [".harness/state/audit.jsonl"])

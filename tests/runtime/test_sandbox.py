@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import socket
 import threading
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ import pytest
 
 from harness.config import Config
 from harness.errors import BuiltinError
-from harness.runtime import sandbox
+from harness.runtime import placeholders, prewarm, sandbox
 from harness.runtime.builtins.proc import run
 from harness.runtime.context import CallContext
 
@@ -154,13 +155,13 @@ def test_harness_dir_read_only_and_its_state_hidden(ws: Path) -> None:
     assert "AUDIT-SECRET" not in r["stdout"] and "audit.jsonl" not in r["stdout"]
     r = run(make_ctx(ws), "sh", ["-c", "echo x > .harness/state/new"])
     assert not r["ok"]
-    (ws / ".harness" / "state" / "audit.jsonl").unlink()
-    (ws / ".harness" / "state").rmdir()
+    shutil.rmtree(ws / ".harness" / "state")  # (with harness's own lock folder)
     r = run(make_ctx(ws), "sh", ["-c", "echo evil > .harness/tools/evil.md"])
     assert not r["ok"]
     r = run(make_ctx(ws), "touch", [".harness/x"])
     assert not r["ok"] and "Read-only" in r["stderr"]
-    assert sorted(p.name for p in (ws / ".harness").rglob("*")) == ["t.md", "tools"]
+    outside_state = [p for p in (ws / ".harness").rglob("*") if "state" not in p.parts]
+    assert sorted(p.name for p in outside_state) == ["t.md", "tools"]  # (+ state, hidden)
 
 
 def test_git_and_harness_md_read_only(ws: Path) -> None:
@@ -188,10 +189,13 @@ def test_creating_an_absent_protected_path_is_undone(tmp_path: Path) -> None:
         "sh",
         ["-c", "mkdir -p .harness/hooks && echo evil > .harness/hooks/h.md && echo x > harness.md"],
     )
-    assert not r["ok"]
-    assert not (ws / ".harness").exists() and not (ws / "harness.md").exists()
-    assert 'created protected path ".harness"; it was removed' in r["stderr"]
-    assert 'created protected path "harness.md"; it was removed' in r["stderr"]
+    # Issue 22 item 1: nothing could be created (placeholders, runtime/placeholders.py);
+    # .harness is harness's own folder, made before the sandbox, and stays (empty).
+    assert not r["ok"] and "Read-only file system" in r["stderr"], r
+    assert not (ws / ".harness" / "hooks").exists() and not (ws / "harness.md").is_file()
+    prewarm.discard_all()  # a prepared sandbox pins the placeholders until then
+    placeholders.sweep(str(ws))
+    assert sorted(os.listdir(ws)) == [".harness"] and not (ws / "harness.md").exists()
 
 
 def test_protected_symlink_created_is_removed_without_following(
@@ -200,7 +204,7 @@ def test_protected_symlink_created_is_removed_without_following(
     ws = tmp_path / "bare"
     ws.mkdir()
     r = run(make_ctx(ws), "ln", ["-s", str(outside), ".git"])
-    assert not r["ok"] and not os.path.lexists(ws / ".git")
+    assert not r["ok"] and not os.path.islink(ws / ".git")
     assert (outside / "secret.txt").exists()  # the target was not deleted
 
 

@@ -232,11 +232,12 @@ def test_sandboxed_server_cannot_create_harness_files(tmp_path: Path, make, capl
     r = h.call("sdk.write_file", {"path": ".harness/evil.md", "text": "---\n---\n"})
     assert r.is_error and "Read-only file system" in r.error
     assert not (ws / ".harness" / "evil.md").exists()
-    # .git did not exist: the server can create it while it runs (a mount point needs
-    # the path); it is removed when the server stops, as exec.run does after a command.
-    assert not h.call("sdk.write_file", {"path": ".git", "text": "gitdir: /elsewhere"}).is_error
-    assert (ws / ".git").exists()
+    # .git did not exist: while the server runs it is a placeholder, an empty directory
+    # mounted read-only (runtime/placeholders.py), removed when the server stops.
+    r = h.call("sdk.write_file", {"path": ".git", "text": "gitdir: /elsewhere"})
+    assert r.is_error and "Is a directory" in r.error
+    assert (ws / ".git").is_dir() and not os.listdir(ws / ".git")
     with caplog.at_level("WARNING", logger="harness.upstream"):
         h.close()
     assert not (ws / ".git").exists()
-    assert 'created protected path ".git"; it was removed' in caplog.text
+    assert "created protected path" not in caplog.text

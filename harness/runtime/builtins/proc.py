@@ -12,6 +12,7 @@ Decisions (see docs/security-exec-net.md):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import shutil
@@ -385,12 +386,21 @@ def run(
     stdin: Any = None,
     env: Any = None,
 ) -> dict[str, Any]:
-    with prewarm.running():
-        return _run(ctx, cmd, args, timeout_ms, dir, stdin, env)
+    # ``leases``: the plan's hold on the placeholders (runtime/placeholders.py) is
+    # released when the call is over, whichever way it ends, after _after_run.
+    with prewarm.running(), contextlib.ExitStack() as leases:
+        return _run(ctx, cmd, args, timeout_ms, dir, stdin, env, leases)
 
 
 def _run(  # noqa: C901
-    ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin: Any, env: Any
+    ctx: CallContext,
+    cmd: Any,
+    args: Any,
+    timeout_ms: Any,
+    dir: Any,
+    stdin: Any,
+    env: Any,
+    leases: contextlib.ExitStack,
 ) -> dict[str, Any]:
     cmd, argv, timeout, dir, data, overrides = _check_args(
         cmd,
@@ -426,6 +436,8 @@ def _run(  # noqa: C901
         log=ctx.log,
         mounts=config.exec.mounts,
     )
+    if p.lease is not None:
+        leases.callback(p.lease.release)
 
     def accept(path: str) -> bool:
         return not p.sandboxed or sandbox.visible(path, workspace, protected, p.mounts)
