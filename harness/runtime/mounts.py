@@ -19,7 +19,7 @@ second review fixed exec.run alone, and the server path came back):
 - then every candidate must exist, must not be ``/``, the system directories the
   sandbox has anyway, inside or around the workspace, the home directory or above
   it, and must be an acceptable ``exec.mounts`` entry (``config.mount_problem``: no
-  ``/etc``, ``/proc``..., nothing holding a secret store of SPEC §8.3).
+  ``/etc``, ``/proc``..., nothing holding a secret store of docs/spec.md §8.3).
 """
 
 from __future__ import annotations
