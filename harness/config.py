@@ -146,9 +146,14 @@ _SECTIONS: dict[str, type] = {
     "clock": ClockConfig,
     "state": StateConfig,
 }
-# A section added to Config is a known harness.md key (parsed, checked) with no 2nd list.
+# A section added to Config is a known harness.md key (parsed, checked) with no 2nd list;
+# `serve` has a parser of its own (config_serve.serve_section: nested rate_limit, off).
 _SECTIONS.update(
-    {k: v for k, v in get_type_hints(Config).items() if isinstance(v, type) and is_dataclass(v)}
+    {
+        k: v
+        for k, v in get_type_hints(Config).items()
+        if isinstance(v, type) and is_dataclass(v) and k != "serve"
+    }
 )
 _CHOICES = {
     ("runtime", "isolation"): ("process", "inprocess"),

@@ -223,11 +223,9 @@ def default_problem(schema: Mapping[str, Any]) -> str | None:
     default, a match, or a schema that does not compile: reported on its own)."""
     if "default" not in schema:
         return None
-    import jsonschema_rs
-
     rest = {k: v for k, v in schema.items() if k != "default"}
     try:
-        validator = jsonschema_rs.validator_for(rest, retriever=_refuse_remote)
+        validator = rs_validator(rest, retriever=_refuse_remote)
         first = next(iter(validator.iter_errors(schema["default"])), None)
     except Exception:  # noqa: BLE001 - a schema that does not compile has its own problem
         return None
