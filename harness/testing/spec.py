@@ -18,11 +18,12 @@ from harness.artifacts.frontmatter import KeyLines, split
 from harness.artifacts.model import Problem, Project
 from harness.artifacts.problems import EXTENSIONS, a_type, extensions_problem, own_metadata, suggest
 from harness.config import KNOWN_KEYS, parse_config
+from harness.testing.fakes import Fakes, parse_fakes, parse_real
 from harness.testing.paths import static_problems
 
 TESTS_DIR = ".harness/tests"
-FILE_KEYS = ("cases", "config", "env", "files", "now")
-SETUP_KEYS = ("config", "env", "files", "now")
+FILE_KEYS = ("cases", "config", "env", "fakes", "files", "include", "now", "real")
+SETUP_KEYS = ("config", "env", "fakes", "files", "now", "real")
 CALL_KEYS = ("args", "call", "expect")
 CASE_KEYS = tuple(
     sorted({"name", "call", "args", "hook", "event", "payload", "steps", "expect", *SETUP_KEYS})
@@ -42,6 +43,8 @@ class Setup:
     now: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     config_line: int = 0  # line of the innermost `config:` (for its problems)
+    fakes: Fakes = field(default_factory=Fakes)  # the case's first, then the file's
+    real: frozenset[str] = frozenset()  # exec/http that may run for real (no fake matched)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +84,10 @@ class TestFile:
     description: str = ""
     cases: tuple[Case, ...] = ()
     problems: tuple[Problem, ...] = ()
+    # Paths the case copies keep although copies leave them out (.git, .venv, ...).
+    include: tuple[str, ...] = ()
+    fakes: Fakes = field(default_factory=Fakes)  # the file-level ones (all must be used)
+    complete: bool = True  # False when -k left cases out
 
 
 Names = Callable[[str], "str | None"]  # unknown name -> message, or None when known
@@ -106,7 +113,15 @@ def parse(text: str | bytes, path: str) -> TestFile:
         cases = p.file(data)
     else:
         cases = []
-    return TestFile(path=path, description=body, cases=tuple(cases), problems=tuple(p.problems))
+    include = p.include(data.get("include")) if data else ()
+    return TestFile(
+        path=path,
+        description=body,
+        cases=tuple(cases),
+        problems=tuple(p.problems),
+        include=include,
+        fakes=p.file_fakes,
+    )
 
 
 class _Parser:
@@ -114,6 +129,7 @@ class _Parser:
         self.path = path
         self.lines = lines
         self.problems = problems
+        self.file_fakes = Fakes()
 
     def at(self, keys: tuple[Any, ...]) -> int:
         return self.lines.key(keys, (1, 1))[0] if keys else 1
@@ -199,7 +215,55 @@ class _Parser:
                 now = raw
         config = _merge(base.config, self.mapping((*where, "config"), data.get("config"), "config"))
         config_line = self.at((*where, "config")) if "config" in data else base.config_line
-        return Setup(files=files, env=env, now=now, config=config, config_line=config_line)
+
+        def report(keys: tuple[Any, ...], message: str) -> None:
+            self.add(keys, "test-invalid", message)
+
+        scope = "case" if where else "file"
+        fakes = parse_fakes(data.get("fakes"), (*where, "fakes"), scope, report, self.at)
+        if not where:
+            self.file_fakes = fakes
+        real = parse_real(data.get("real"), (*where, "real"), report)
+        return Setup(
+            files=files,
+            env=env,
+            now=now,
+            config=config,
+            config_line=config_line,
+            fakes=fakes.over(base.fakes),
+            real=base.real if real is None else real,
+        )
+
+    def include(self, value: Any) -> tuple[str, ...]:
+        """``include: [.git, .venv]``: left-out paths the case copies keep."""
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.add(
+                ("include",), "test-invalid", "include must be a list of paths, e.g. [.git, .venv]"
+            )
+            return ()
+        out = []
+        for i, rel in enumerate(value):
+            clean = rel.strip().rstrip("/")
+            if not clean or not _relative(clean) and clean != ".harness":
+                self.add(
+                    ("include", i),
+                    "test-invalid",
+                    f'include: "{rel}" must be a relative path inside the project (no "..")',
+                )
+            elif clean == ".harness" or clean.startswith(".harness/"):
+                self.add(
+                    ("include", i),
+                    "test-invalid",
+                    'include: ".harness" cannot be included: the case runs the project\'s '
+                    "tools and hooks, not a copy of them",
+                )
+            else:
+                out.append(clean)
+        return tuple(out)
 
     def file(self, data: Mapping[str, Any]) -> list[Case]:
         self.unknown((), data, FILE_KEYS, "a test file")
