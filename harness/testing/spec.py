@@ -22,11 +22,18 @@ from harness.testing.fakes import Fakes, parse_fakes, parse_real
 from harness.testing.paths import static_problems
 
 TESTS_DIR = ".harness/tests"
-FILE_KEYS = ("cases", "config", "env", "fakes", "files", "include", "now", "real")
-SETUP_KEYS = ("config", "env", "fakes", "files", "now", "real")
+SETUP_KEYS = ("config", "env", "files", "now")  # what eval cases take too
+DOUBLE_KEYS = ("fakes", "real")  # test files only (harness/testing/fakes.py)
+FILE_KEYS = tuple(sorted(("cases", "include", *SETUP_KEYS, *DOUBLE_KEYS)))
 CALL_KEYS = ("args", "call", "expect")
 CASE_KEYS = tuple(
-    sorted({"name", "call", "args", "hook", "event", "payload", "steps", "expect", *SETUP_KEYS})
+    sorted(
+        {
+            *("name", "call", "args", "hook", "event", "payload", "steps", "expect"),
+            *SETUP_KEYS,
+            *DOUBLE_KEYS,
+        }
+    )
 )
 STEP_KEYS = ("args", "call", "expect", "name")
 CALL_EXPECT = ("blocked_by", "error_contains", "files", "ok", "text_contains", "truncated", "value")
