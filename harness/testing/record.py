@@ -119,8 +119,10 @@ def write_recorded(
         raise ValueError(f"the recorded file would not parse ({first.line}: {first.message})")
     for case in check.cases:
         if case.name in wanted:
-            own = [f for f in (*case.setup.fakes.exec, *case.setup.fakes.http) if f.scope == "case"]
-            if len(own) != wanted[case.name]:
+            fakes = case.setup.fakes
+            own = sum(f.scope == "case" for f in fakes.exec)
+            own += sum(f.scope == "case" for f in fakes.http)
+            if own != wanted[case.name]:
                 raise ValueError(f'case "{case.name}": the recorded fakes did not come out whole')
     path.write_text(new, encoding="utf-8")
     total = sum(wanted.values())
