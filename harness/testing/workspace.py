@@ -10,7 +10,9 @@ Copies leave out harness's own folder, VCS data, environments and caches
   real venv) work and nothing a case runs can change it. Without a working sandbox
   the folder is copied instead (a command could write through a link).
 - anything else (``.git`` first of all) is copied: a case may commit, check out or
-  break it, the real one never changes. A ``.git`` *file* (a worktree or submodule
+  break it, the real one never changes. In a copied repository the tracked files of
+  ``.harness/`` (never in a copy) are marked skip-worktree, so git does not see them
+  as deleted. A ``.git`` *file* (a worktree or submodule
   pointing elsewhere) is refused: its commands would act on the real repository.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -98,7 +101,38 @@ def copy_workspace(
             shutil.copytree(source, target, symlinks=True)
         else:
             shutil.copy2(source, target, follow_symlinks=False)
+        if Path(rel).name == ".git" and source.is_dir():
+            _hide_left_out(target.parent)
     return tuple(mounts)
+
+
+def _hide_left_out(work: Path) -> None:
+    """In a copied repository, mark the tracked files of ``.harness/`` (left out of
+    every copy) skip-worktree, so ``git status`` and ``git diff`` do not report them
+    as deleted. Best effort: without git on the host there is nothing to hide from."""
+    git = shutil.which("git")
+    if git is None:
+        return
+    env = {"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1"}
+    try:
+        listed = subprocess.run(
+            [git, "-C", str(work), "ls-files", "-z", "--", ".harness"],
+            capture_output=True,
+            env=env,
+            timeout=30,
+            check=True,
+        ).stdout
+        if listed:
+            subprocess.run(
+                [git, "-C", str(work), "update-index", "--skip-worktree", "-z", "--stdin"],
+                input=listed,
+                capture_output=True,
+                env=env,
+                timeout=30,
+                check=True,
+            )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise CaseError(f"include: .git: could not hide .harness/ from git: {exc}") from None
 
 
 def inside(workspace: Path, rel: str) -> Path:
