@@ -194,20 +194,20 @@ class Runner:
         files = tuple(files)
         if self.scratch is None:
             self.scratch = self.choose_scratch(jobs)
-        cases = [(c, tf.include) for tf in files for c in tf.cases]
+        cases = [c for tf in files for c in tf.cases]
         start = time.perf_counter()
         if jobs > 1 and len(cases) > 1:
             with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-test") as ex:
-                results = list(ex.map(lambda ci: self.run_case(*ci), cases))
+                results = list(ex.map(self.run_case, cases))
         else:
-            results = [self.run_case(c, i) for c, i in cases]
+            results = [self.run_case(c) for c in cases]
         if not self.record:
             results = unused_file_fakes(files, results)
         return RunResult(
             results=tuple(results), files=files, duration_ms=(time.perf_counter() - start) * 1000.0
         )
 
-    def run_case(self, case: Case, include: tuple[str, ...] = ()) -> CaseResult:
+    def run_case(self, case: Case) -> CaseResult:
         start = time.perf_counter()
         tmp = Path(tempfile.mkdtemp(prefix="harness-test-", dir=self.scratch))
         fakes = CaseDoubles(
@@ -215,7 +215,7 @@ class Runner:
         )
         try:
             try:
-                h = self.harness_for(case.setup, tmp / "root", include, doubles=True)
+                h = self.harness_for(case.setup, tmp / "root", doubles=True)
                 with h:
                     if case.kind == "hook":
                         failures, decisions, tools = self._hook_case(h, case, fakes)
@@ -263,13 +263,12 @@ class Runner:
             duration_ms=(time.perf_counter() - start) * 1000.0,
         )
 
-    def harness_for(
-        self, setup: Setup, copy: Path, include: tuple[str, ...] = (), doubles: bool = False
-    ) -> harness.Harness:
+    def harness_for(self, setup: Setup, copy: Path, doubles: bool = False) -> harness.Harness:
         """A Harness over a fresh copy of the workspace at ``copy`` (with the left-out
-        paths ``include`` names), set up as ``setup`` says (fixture files, config,
-        clock, env); ``doubles``: exec.run and http.* ask the session's fakes first.
-        Close it when done."""
+        paths the file's ``include:`` names), set up as ``setup`` says (fixture files,
+        config, clock, env); ``doubles``: exec.run and http.* ask the session's fakes
+        first. Close it when done."""
+        include = setup.include
         data = _merge(self._config_data, setup.config)
         mode = (data.get("exec") or {}).get("sandbox", "auto")
         if include:

@@ -52,6 +52,7 @@ class Setup:
     config_line: int = 0  # line of the innermost `config:` (for its problems)
     fakes: Fakes = field(default_factory=Fakes)  # the case's first, then the file's
     real: frozenset[str] = frozenset()  # exec/http that may run for real (no fake matched)
+    include: tuple[str, ...] = ()  # the file's include: (left-out paths the copy keeps)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,7 +121,7 @@ def parse(text: str | bytes, path: str) -> TestFile:
         cases = p.file(data)
     else:
         cases = []
-    include = p.include(data.get("include")) if data else ()
+    include = p.file_include
     return TestFile(
         path=path,
         description=body,
@@ -137,6 +138,7 @@ class _Parser:
         self.lines = lines
         self.problems = problems
         self.file_fakes = Fakes()
+        self.file_include: tuple[str, ...] = ()
 
     def at(self, keys: tuple[Any, ...]) -> int:
         return self.lines.key(keys, (1, 1))[0] if keys else 1
@@ -239,6 +241,7 @@ class _Parser:
             config_line=config_line,
             fakes=fakes.over(base.fakes),
             real=base.real if real is None else real,
+            include=base.include,
         )
 
     def include(self, value: Any) -> tuple[str, ...]:
@@ -274,7 +277,8 @@ class _Parser:
 
     def file(self, data: Mapping[str, Any]) -> list[Case]:
         self.unknown((), data, FILE_KEYS, "a test file")
-        base = self.setup((), data, Setup())
+        self.file_include = self.include(data.get("include"))
+        base = replace(self.setup((), data, Setup()), include=self.file_include)
         raw = data.get("cases")
         if not isinstance(raw, list) or not raw:
             self.add(

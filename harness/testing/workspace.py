@@ -73,9 +73,14 @@ def copy_workspace(
     read-only into the sandbox (linked environments)."""
     shutil.copytree(root, copy, symlinks=True, ignore=ignore)
     mounts: list[str] = []
+    real_root = root.resolve()
     for rel in include:
         source = root / rel
-        target = copy / rel
+        # Neither end may lead out through a symlink on the way (a linked parent folder
+        # would make the copy, or the removal below, happen elsewhere).
+        if not source.parent.resolve().is_relative_to(real_root):
+            raise CaseError(f'include: "{rel}" leads outside the project through a symlink')
+        target = inside(copy, rel)
         if not source.exists() and not source.is_symlink():
             raise CaseError(
                 f'include: "{rel}" does not exist in {root}; remove it from include: '
@@ -97,10 +102,10 @@ def copy_workspace(
             real = os.path.realpath(source)
             os.symlink(real, target)
             mounts.append(real)
-        elif source.is_dir() and not source.is_symlink():
-            shutil.copytree(source, target, symlinks=True)
+        elif source.is_dir():  # a copy of what a link points at, never the link
+            shutil.copytree(source.resolve(), target, symlinks=True)
         else:
-            shutil.copy2(source, target, follow_symlinks=False)
+            shutil.copy2(source, target)
         if Path(rel).name == ".git" and source.is_dir():
             _hide_left_out(target.parent)
     return tuple(mounts)

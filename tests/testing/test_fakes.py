@@ -339,3 +339,51 @@ def test_record_writes_redacted_fakes_that_replay_offline(tmp_path: Path) -> Non
     (root / ".harness" / "tests" / "t.md").write_text(text.replace("real: [exec]", "x-was: real"))
     code, out = run(root)
     assert code == 0, out
+
+
+def test_record_an_http_request_then_replay_it_without_the_server(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            body = b'{"state": "green", "password": "hunter2"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}/health?token=abc&password=hunter2"
+    test = f"""\
+        ---
+        config: {{network: {{allowed_domains: ["127.0.0.1:{port}"]}}}}
+        cases:
+          - name: live
+            real: [http]
+            call: http_status
+            args: {{url: "{url}"}}
+            expect: {{value: {{status: 200, type: application/json}}}}
+        ---
+        """
+    root = project(tmp_path, test)
+    try:
+        code, out = run(root, "--record")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 0, out
+    text = (root / ".harness" / "tests" / "t.md").read_text()
+    assert "hunter2" not in text.split("fakes:")[1], text
+    assert "password=*" in text and '"password": "[REDACTED]"' in text
+    # The server is gone, real: is gone: the recorded fake answers the same call.
+    (root / ".harness" / "tests" / "t.md").write_text(text.replace("real: [http]", "x-: 1"))
+    code, out = run(root)
+    assert code == 0, out

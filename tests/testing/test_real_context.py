@@ -111,7 +111,7 @@ TESTS = """\
       - name: the diff of the last commit
         call: summarize_diff
         expect: {value: {stat: " 1 file changed, 1 insertion(+), 1 deletion(-)"}}
-      - name: a case cannot change the real .git or .venv
+      - name: vandal, a case cannot change the real .git or .venv
         call: vandal
         expect: {ok: true}
     ---
@@ -204,3 +204,26 @@ def test_a_worktree_git_file_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["test", "--root", str(wt), "-k", "diff"])
     assert result.exit_code == 1
     assert "a file pointing at a git directory elsewhere" in result.output
+
+
+def test_an_include_behind_a_symlink_never_touches_the_real_repository(tmp_path: Path) -> None:
+    root = project(tmp_path, TESTS, "inprocess")
+    # Without a sandbox nothing but the copy protects the real repository.
+    (root / "harness.md").write_text("---\nexec: {sandbox: off}\n---\n")
+    # .git a link to the real repository elsewhere: the case gets a copy, not the link.
+    elsewhere = tmp_path / "real-git"
+    shutil.move(root / ".git", elsewhere)
+    os.symlink(elsewhere, root / ".git")
+    # A folder linked out of the project cannot carry an include either.
+    outside = tmp_path / "outside"
+    (outside / ".git").mkdir(parents=True)
+    os.symlink(outside, root / "linked")
+    before = digest(elsewhere)
+    result = CliRunner().invoke(cli, ["test", "--root", str(root), "-k", "vandal"])
+    assert result.exit_code == 0, result.output
+    assert digest(elsewhere) == before, result.output
+    tests = root / ".harness" / "tests" / "project.md"
+    tests.write_text(tests.read_text().replace("[.git, .venv]", "[linked/.git]"))
+    result = CliRunner().invoke(cli, ["test", "--root", str(root), "-k", "diff"])
+    assert 'include: "linked/.git" leads outside the project through a symlink' in result.output
+    assert (outside / ".git").is_dir()
