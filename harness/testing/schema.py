@@ -83,8 +83,10 @@ _DOUBLES: dict[str, Any] = {
         "additionalProperties": False,
     },
     "real": {
-        "type": "array",
-        "items": {"enum": list(KINDS)},
+        "oneOf": [
+            {"enum": list(KINDS)},
+            {"type": "array", "items": {"enum": list(KINDS)}},
+        ],
         "description": "what may run for real when no fake matches (default: nothing)",
     },
 }
@@ -169,8 +171,7 @@ def schema_of_tests() -> dict[str, Any]:
             **_SETUP,
             **_DOUBLES,
             "include": {
-                "type": "array",
-                "items": {"type": "string"},
+                "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
                 "description": "paths case copies leave out that this file's cases get: "
                 ".git (a copy), .venv or node_modules (read-only in the sandbox)",
             },

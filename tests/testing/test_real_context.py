@@ -7,10 +7,12 @@ bubblewrap works), and no case can change the real ``.git`` or ``.venv``.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 import textwrap
 import venv
 from importlib.metadata import distribution
@@ -33,9 +35,25 @@ GIT_ENV = {
 PYTEST_DISTS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
 
 
+_TEMPLATES: dict[str, Path] = {}
+
+
 def make_venv(root: Path) -> None:
     """A virtualenv at root/.venv with pytest, without network: pytest's files are
-    copied from this interpreter's (what `.venv/bin/pip install pytest` would put)."""
+    copied from this interpreter's (what `.venv/bin/pip install pytest` would put).
+    Made once per process, then copied (its python is a link to the base interpreter)."""
+    template = _TEMPLATES.get("venv")
+    if template is not None and template.is_dir():
+        shutil.copytree(template, root / ".venv", symlinks=True)
+        return
+    _build_venv(root)
+    keep = Path(tempfile.mkdtemp(prefix="harness-venv-template-")) / ".venv"
+    shutil.copytree(root / ".venv", keep, symlinks=True)
+    _TEMPLATES["venv"] = keep
+    atexit.register(shutil.rmtree, keep.parent, True)
+
+
+def _build_venv(root: Path) -> None:
     venv.EnvBuilder(with_pip=False, symlinks=True).create(root / ".venv")
     site = next((root / ".venv" / "lib").glob("python3*/site-packages"))
     for name in PYTEST_DISTS:
