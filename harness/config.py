@@ -126,6 +126,9 @@ class Config:
     # Variables set for commands (name, value), on top of exec.env: what a test case's
     # `env:` gives (harness test). Not a harness.md key.
     env_values: tuple[tuple[str, str], ...] = ()
+    # harness test only: exec.run and http.* ask the case's fakes first
+    # (runtime/doubles.py). Not a harness.md key.
+    doubles: bool = False
     state: StateConfig = field(default_factory=StateConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)  # harness serve (config_serve.py)
     # Unknown argument names: "note" (the call runs, the result says so) or "strict".

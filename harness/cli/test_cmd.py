@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -56,6 +57,12 @@ FORMATS = ("text", "json", "github", "junit")
     help="Also list tools and hooks no case reached, and hook decisions (block, "
     "modify) no case produced.",
 )
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Run every command and request for real and write what they returned into "
+    "the test file as fakes: (redacted like audit records; see docs/testing.md).",
+)
 def command(
     paths: tuple[Path, ...],
     root: Path | None,
@@ -64,13 +71,14 @@ def command(
     output: Path | None,
     jobs: int | None,
     coverage: bool,
+    record: bool,
 ) -> None:
     """Run the cases of test files (default: every .harness/tests/*.md)."""
     from harness.testing.coverage import measure
     from harness.testing.report import as_json, render, summary
     from harness.testing.runner import Runner, outcome
 
-    with Runner(resolve_root(root)) as runner:
+    with Runner(resolve_root(root), record=record) as runner:
         files, problems = runner.collect(paths, pattern)
         if problems:
             echo_problems(problems, runner.root)
@@ -92,6 +100,8 @@ def command(
             else (os.cpu_count() or 1),
         )
         result = runner.run(files, jobs=workers)
+        if record:
+            _write_recorded(runner, files, result.results)
         cov = measure(runner.project, result.results) if coverage else None
     rows = [outcome(r) for r in result.results]
     seconds = result.duration_ms / 1000.0
@@ -128,3 +138,20 @@ def command(
         click.echo(report)
     if not result.ok:
         raise CliError(exit_code=1)
+
+
+def _write_recorded(runner: Any, files: Any, results: Any) -> None:
+    """--record: the fakes each case's real commands and requests produced, written
+    into its test file (harness/testing/record.py)."""
+    from harness.testing.record import write_recorded
+
+    for tf in files:
+        cases = [(r.case, r.recorded) for r in results if r.case.path == tf.path and r.recorded]
+        if not cases:
+            continue
+        path = Path(tf.path) if Path(tf.path).is_absolute() else runner.root / tf.path
+        try:
+            click.echo(write_recorded(path, tf.path, cases), err=True)
+        except ValueError as exc:
+            click.echo(f"{tf.path}: not recorded: {exc}", err=True)
+            raise CliError(exit_code=2) from None

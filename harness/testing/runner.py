@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,10 +27,11 @@ from harness.artifacts.model import Problem, Project
 from harness.config import parse_config
 from harness.errors import LoadError
 from harness.hooks import HookChain
-from harness.runtime.context import CallContext, Outcome, ScriptRuntime
-from harness.session import Session
+from harness.runtime.context import ScriptRuntime
 from harness.testing import expect as check
+from harness.testing.fakes import CaseDoubles
 from harness.testing.paths import check_copy
+from harness.testing.recording import Recording, Shared
 from harness.testing.report import Outcome as Reported
 from harness.testing.settle import SettleCheck, isolated, rerun
 from harness.testing.spec import (
@@ -43,27 +44,11 @@ from harness.testing.spec import (
     parse,
     test_files,
 )
+from harness.testing.workspace import SKIP_DIRS, copy_workspace, inside, tree_size
 from harness.validation import check_project
 
-# Never copied into a case's workspace: harness's own folder, VCS data, environments
-# and caches (large, and nothing a tool test should depend on).
+__all__ = ["SKIP_DIRS", "CaseResult", "Recording", "RunResult", "Runner", "inside", "outcome"]
 SHM = "/dev/shm"
-SKIP_DIRS = frozenset(
-    {
-        ".harness",
-        ".git",
-        ".hg",
-        ".svn",
-        ".venv",
-        "venv",
-        "node_modules",
-        "__pycache__",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".tox",
-    }
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +59,8 @@ class CaseResult:
     duration_ms: float = 0.0
     tools: tuple[str, ...] = ()  # tools called
     decisions: tuple[tuple[str, str], ...] = ()  # (hook, allow|block|modify|error) seen
+    file_fakes: frozenset[tuple[str, int]] = frozenset()  # (kind, line) of file fakes used
+    recorded: tuple[tuple[str, dict[str, Any]], ...] = ()  # harness test --record
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,72 +95,11 @@ def outcome(r: CaseResult) -> Reported:
     )
 
 
-class _Shared:
-    """A runtime shared by many cases: closing one case's Harness leaves it running."""
-
-    def __init__(self, runtime: ScriptRuntime) -> None:
-        self.inner = runtime
-
-    def run_tool(
-        self,
-        script: str,
-        filename: str,
-        line: int,
-        args: Mapping[str, Any],
-        ctx: CallContext,
-        timeout_ms: int,
-    ) -> Outcome:
-        return self.inner.run_tool(script, filename, line, args, ctx, timeout_ms)
-
-    def run_hook(
-        self,
-        script: str,
-        filename: str,
-        line: int,
-        event: object,
-        payload: object,
-        ctx: CallContext,
-        timeout_ms: int,
-    ) -> Outcome:
-        return self.inner.run_hook(script, filename, line, event, payload, ctx, timeout_ms)
-
-    def eval_when(
-        self,
-        expr: str,
-        filename: str,
-        line: int,
-        event: str,
-        payload: Mapping[str, Any],
-        ctx: CallContext,
-        timeout_ms: int,
-    ) -> Outcome:
-        return self.inner.eval_when(expr, filename, line, event, payload, ctx, timeout_ms)
-
-    def close(self) -> None:
-        pass
-
-
-class Recording(Session):
-    """A session that remembers every hook decision the pipeline reports."""
-
-    def __init__(self, h: harness.Harness) -> None:
-        self.decisions: list[tuple[str, str]] = []
-        self.usage: list[dict[str, Any]] = []  # model.response usage (harness eval)
-        super().__init__(h)
-        self.auditing = True
-
-    def emit(self, event: str, /, **fields: Any) -> None:
-        if event == "hook.decision":
-            self.decisions.append((str(fields.get("hook")), str(fields.get("decision"))))
-        elif event == "model.response" and isinstance(fields.get("usage"), dict):
-            self.usage.append(fields["usage"])
-        super().emit(event, **fields)
-
-
 class Runner:
     """Collects and runs the test files of one root. Use as a context manager."""
 
-    def __init__(self, root: str | Path | None = None) -> None:
+    def __init__(self, root: str | Path | None = None, record: bool = False) -> None:
+        self.record = record  # --record: every command and request runs and is kept
         self.root = find_root(Path.cwd()) if root is None else Path(root).resolve()
         # What harness.load checks, without opening anything at the real root (a
         # Harness would open its audit log there). LoadError: exit 2 at the CLI.
@@ -205,7 +131,8 @@ class Runner:
             problems.extend(p for p in check_config(tf, self.root) if p.severity == "error")
             if pattern:
                 needle = pattern.lower()
-                tf = replace(tf, cases=tuple(c for c in tf.cases if needle in c.id.lower()))
+                kept = tuple(c for c in tf.cases if needle in c.id.lower())
+                tf = replace(tf, cases=kept, complete=len(kept) == len(tf.cases))
             files.append(tf)
         return files, problems
 
@@ -260,7 +187,7 @@ class Runner:
                 return None
         except OSError:
             return None
-        size = _tree_size(self.root)
+        size = tree_size(self.root)
         return SHM if size * (jobs + 2) * 4 < free else None
 
     def run(self, files: Iterable[TestFile], jobs: int = 1) -> RunResult:
@@ -274,6 +201,8 @@ class Runner:
                 results = list(ex.map(self.run_case, cases))
         else:
             results = [self.run_case(c) for c in cases]
+        if not self.record:
+            results = unused_file_fakes(files, results)
         return RunResult(
             results=tuple(results), files=files, duration_ms=(time.perf_counter() - start) * 1000.0
         )
@@ -281,14 +210,31 @@ class Runner:
     def run_case(self, case: Case) -> CaseResult:
         start = time.perf_counter()
         tmp = Path(tempfile.mkdtemp(prefix="harness-test-", dir=self.scratch))
+        fakes = CaseDoubles(
+            case.setup.fakes, case.setup.real, case.name, case.path, record=self.record
+        )
         try:
             try:
-                h = self.harness_for(case.setup, tmp / "root")
+                h = self.harness_for(case.setup, tmp / "root", doubles=True)
                 with h:
                     if case.kind == "hook":
-                        failures, decisions, tools = self._hook_case(h, case)
+                        failures, decisions, tools = self._hook_case(h, case, fakes)
                     else:
-                        failures, decisions, tools = self._call_case(h, case)
+                        failures, decisions, tools = self._call_case(h, case, fakes)
+                failures.extend(
+                    check.Failure(path=case.path, line=case.line, message=m)
+                    for m in fakes.unexpected
+                )
+                if not self.record:
+                    failures.extend(
+                        check.Failure(
+                            path=case.path,
+                            line=case.line,
+                            message=f"a declared fake was never used: {label}; remove it "
+                            "or fix its pattern",
+                        )
+                        for label in fakes.unused("case")
+                    )
             except check.CaseError as exc:
                 return self._broken(case, str(exc), start)
             except Exception as exc:  # noqa: BLE001 - one broken case never stops the run
@@ -304,6 +250,8 @@ class Runner:
             duration_ms=(time.perf_counter() - start) * 1000.0,
             tools=tuple(tools),
             decisions=tuple(decisions),
+            file_fakes=fakes.used_file_fakes(),
+            recorded=tuple(fakes.recorded),
         )
 
     @staticmethod
@@ -315,11 +263,21 @@ class Runner:
             duration_ms=(time.perf_counter() - start) * 1000.0,
         )
 
-    def harness_for(self, setup: Setup, copy: Path) -> harness.Harness:
-        """A Harness over a fresh copy of the workspace at ``copy``, set up as ``setup``
-        says (fixture files, config, clock, env). Close it when done."""
-        shutil.copytree(self.root, copy, symlinks=True, ignore=_ignore)
+    def harness_for(self, setup: Setup, copy: Path, doubles: bool = False) -> harness.Harness:
+        """A Harness over a fresh copy of the workspace at ``copy`` (with the left-out
+        paths the file's ``include:`` names), set up as ``setup`` says (fixture files,
+        config, clock, env); ``doubles``: exec.run and http.* ask the session's fakes
+        first. Close it when done."""
+        include = setup.include
         data = _merge(self._config_data, setup.config)
+        mode = (data.get("exec") or {}).get("sandbox", "auto")
+        if include:
+            from harness.runtime import sandbox
+
+            sandboxed = mode != "off" and sandbox.status()[1] is not None
+        else:
+            sandboxed = False
+        mounts = copy_workspace(self.root, copy, include, sandboxed)
         if setup.now:
             data = _merge(data, {"clock": {"fixed": setup.now}})
         config, problems = parse_config(data, copy)
@@ -327,7 +285,11 @@ class Runner:
         errors.extend(check_copy(config, copy, setup.config))
         if errors:
             raise check.CaseError("the case's configuration is invalid: " + "; ".join(errors))
-        config = replace(config, env_values=tuple(sorted(setup.env.items())))
+        config = replace(config, env_values=tuple(sorted(setup.env.items())), doubles=doubles)
+        if mounts:  # linked environments: read-only in the sandbox (testing/workspace.py)
+            config = replace(
+                config, exec=replace(config.exec, mounts=(*config.exec.mounts, *mounts))
+            )
         ws = config.workspace
         for rel, text in setup.files.items():
             target = inside(ws, rel)
@@ -353,15 +315,15 @@ class Runner:
 
                 rt = InProcessRuntime()
             rt = self._runtimes.setdefault(key, rt)
-        return _Shared(rt)
+        return Shared(rt)
 
     def _call_case(
-        self, h: harness.Harness, case: Case
+        self, h: harness.Harness, case: Case, fakes: CaseDoubles
     ) -> tuple[list[check.Failure], list[tuple[str, str]], list[str]]:
         failures: list[check.Failure] = []
         tools: list[str] = []
         ws = h.config.workspace
-        session = Recording(h)
+        session = Recording(h, fakes)
         with session:
             for step in case.steps:
                 tools.append(step.call)
@@ -376,7 +338,7 @@ class Runner:
         return failures, decisions, tools
 
     def _hook_case(
-        self, h: harness.Harness, case: Case
+        self, h: harness.Harness, case: Case, fakes: CaseDoubles
     ) -> tuple[list[check.Failure], list[tuple[str, str]], list[str]]:
         hook = next(x for x in h.hooks if x.name == case.hook)
         event = case.event or hook.event
@@ -441,39 +403,38 @@ class Runner:
         self.close()
 
 
-def inside(workspace: Path, rel: str) -> Path:
-    """``workspace / rel``, refusing a path that a symlink in the copy leads out of it
-    (an absolute link would otherwise write into the real workspace)."""
-    base = workspace.resolve()
-    target = (base / rel).resolve()
-    if target != base and base not in target.parents:
-        raise check.CaseError(
-            f'files: "{rel}" leads outside the workspace copy (through a '
-            "symlink); fixture files are written inside it only"
-        )
-    return base / rel
-
-
-def _tree_size(root: Path) -> int:
-    """Bytes a copy of ``root`` takes (what copytree with :func:`_ignore` copies)."""
-    total = 0
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
-        for name in names:
-            try:
-                total += os.lstat(os.path.join(folder, name)).st_size + 4096
-            except OSError:
-                pass
-    return total
-
-
-def _ignore(folder: str, names: list[str]) -> set[str]:
-    return {n for n in names if n in SKIP_DIRS}
-
-
 def _harness_md(root: Path) -> dict[str, Any]:
     path = root / "harness.md"
     if not path.is_file():
         return {}
     data, _body, _lines, _problems = split(path.read_bytes(), "harness.md", "config")
     return {k: v for k, v in data.items() if k not in ("tools", "hooks")}
+
+
+def unused_file_fakes(files: Sequence[TestFile], results: list[CaseResult]) -> list[CaseResult]:
+    """A file-level fake no case of its file used fails the file's last case (only
+    when every case of the file ran: with -k, the others might have used it)."""
+    for tf in files:
+        mine = [i for i, r in enumerate(results) if r.case.path == tf.path]
+        if not tf.fakes or not mine or len(mine) != len(tf.cases) or not tf.complete:
+            continue
+        used = set().union(*(results[i].file_fakes for i in mine))
+        labels = [
+            f"fakes.{kind}: {fake.label()}"
+            for kind in ("exec", "http")
+            for fake in getattr(tf.fakes, kind)
+            if (kind, fake.line) not in used
+        ]
+        if labels:
+            last = results[mine[-1]]
+            extra = tuple(
+                check.Failure(
+                    path=tf.path,
+                    line=last.case.line,
+                    message=f"a file-level fake no case used: {label}; remove it or fix "
+                    "its pattern",
+                )
+                for label in labels
+            )
+            results[mine[-1]] = replace(last, passed=False, failures=(*last.failures, *extra))
+    return results

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.artifacts.problems import EXTENSION_PATTERN, EXTENSION_SCHEMA, EXTENSIONS
 from harness.testing.evalspec import GRADES
+from harness.testing.fakes import EXEC_KEYS, HTTP_KEYS, KINDS, METHODS
 from harness.testing.spec import CALL_EXPECT, DECISIONS, HOOK_EXPECT
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -31,6 +32,63 @@ _SETUP: dict[str, Any] = {
     },
     "now": {"type": "string", "description": 'a fixed clock, RFC 3339: "2026-01-05T09:00:00Z"'},
     "config": {"type": "object", "description": "overrides of harness.md settings"},
+}
+_PATTERN = {"type": "string", "minLength": 1, "description": 'a glob, or "re:" + a regex'}
+_EXEC_FAKE = {
+    "program": {
+        **_PATTERN,
+        "description": "the program: a glob (or re:...) on the path given "
+        "or, without a /, on its name",
+    },
+    "args": {
+        "type": "array",
+        "items": _PATTERN,
+        "description": 'one pattern per argument; "**" matches any number of them',
+    },
+    "exit_code": {"type": "integer"},
+    "stdout": {"type": "string"},
+    "stderr": {"type": "string"},
+    "duration_ms": {"type": "integer", "minimum": 0},
+}
+_HTTP_FAKE = {
+    "method": {"enum": list(METHODS), "description": "default: any method"},
+    "url": {**_PATTERN, "description": "the full URL: a glob, or re:..."},
+    "status": {"type": "integer", "minimum": 100, "maximum": 599},
+    "headers": {"type": "object", "additionalProperties": {"type": ["string", "integer"]}},
+    "body": {"type": "string"},
+    "json": {"description": "a JSON body (sets content-type: application/json)"},
+}
+assert sorted(_EXEC_FAKE) == sorted(EXEC_KEYS) and sorted(_HTTP_FAKE) == sorted(HTTP_KEYS)
+
+
+def _fake(props: dict[str, Any], required: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": props,
+        "patternProperties": {"^x-": {}},
+        "additionalProperties": False,
+        "required": [required],
+    }
+
+
+_DOUBLES: dict[str, Any] = {
+    "fakes": {
+        "type": "object",
+        "description": "test doubles: what exec.run and http.* calls get instead of "
+        "running (each must be used)",
+        "properties": {
+            "exec": {"type": "array", "items": _fake(_EXEC_FAKE, "program")},
+            "http": {"type": "array", "items": _fake(_HTTP_FAKE, "url")},
+        },
+        "additionalProperties": False,
+    },
+    "real": {
+        "oneOf": [
+            {"enum": list(KINDS)},
+            {"type": "array", "items": {"enum": list(KINDS)}},
+        ],
+        "description": "what may run for real when no fake matches (default: nothing)",
+    },
 }
 _FILE_EXPECT = {
     "oneOf": [
@@ -90,7 +148,7 @@ def schema_of_tests() -> dict[str, Any]:
         },
         ("call",),
     )
-    common = {"name": {"type": "string"}, **_SETUP}
+    common = {"name": {"type": "string"}, **_SETUP, **_DOUBLES}
     call_case = _obj(
         {**common, "call": {"type": "string"}, "args": {"type": "object"}, "expect": call_expect},
         ("call",),
@@ -111,6 +169,12 @@ def schema_of_tests() -> dict[str, Any]:
     schema = _obj(
         {
             **_SETUP,
+            **_DOUBLES,
+            "include": {
+                "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+                "description": "paths case copies leave out that this file's cases get: "
+                ".git (a copy), .venv or node_modules (read-only in the sandbox)",
+            },
             "cases": {
                 "type": "array",
                 "minItems": 1,

@@ -18,14 +18,22 @@ from harness.artifacts.frontmatter import KeyLines, split
 from harness.artifacts.model import Problem, Project
 from harness.artifacts.problems import EXTENSIONS, a_type, extensions_problem, own_metadata, suggest
 from harness.config import KNOWN_KEYS, parse_config
+from harness.testing.fakes import Fakes, parse_fakes, parse_real
 from harness.testing.paths import static_problems
 
 TESTS_DIR = ".harness/tests"
-FILE_KEYS = ("cases", "config", "env", "files", "now")
-SETUP_KEYS = ("config", "env", "files", "now")
+SETUP_KEYS = ("config", "env", "files", "now")  # what eval cases take too
+DOUBLE_KEYS = ("fakes", "real")  # test files only (harness/testing/fakes.py)
+FILE_KEYS = tuple(sorted(("cases", "include", *SETUP_KEYS, *DOUBLE_KEYS)))
 CALL_KEYS = ("args", "call", "expect")
 CASE_KEYS = tuple(
-    sorted({"name", "call", "args", "hook", "event", "payload", "steps", "expect", *SETUP_KEYS})
+    sorted(
+        {
+            *("name", "call", "args", "hook", "event", "payload", "steps", "expect"),
+            *SETUP_KEYS,
+            *DOUBLE_KEYS,
+        }
+    )
 )
 STEP_KEYS = ("args", "call", "expect", "name")
 CALL_EXPECT = ("blocked_by", "error_contains", "files", "ok", "text_contains", "truncated", "value")
@@ -42,6 +50,9 @@ class Setup:
     now: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     config_line: int = 0  # line of the innermost `config:` (for its problems)
+    fakes: Fakes = field(default_factory=Fakes)  # the case's first, then the file's
+    real: frozenset[str] = frozenset()  # exec/http that may run for real (no fake matched)
+    include: tuple[str, ...] = ()  # the file's include: (left-out paths the copy keeps)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +92,10 @@ class TestFile:
     description: str = ""
     cases: tuple[Case, ...] = ()
     problems: tuple[Problem, ...] = ()
+    # Paths the case copies keep although copies leave them out (.git, .venv, ...).
+    include: tuple[str, ...] = ()
+    fakes: Fakes = field(default_factory=Fakes)  # the file-level ones (all must be used)
+    complete: bool = True  # False when -k left cases out
 
 
 Names = Callable[[str], "str | None"]  # unknown name -> message, or None when known
@@ -106,7 +121,15 @@ def parse(text: str | bytes, path: str) -> TestFile:
         cases = p.file(data)
     else:
         cases = []
-    return TestFile(path=path, description=body, cases=tuple(cases), problems=tuple(p.problems))
+    include = p.file_include
+    return TestFile(
+        path=path,
+        description=body,
+        cases=tuple(cases),
+        problems=tuple(p.problems),
+        include=include,
+        fakes=p.file_fakes,
+    )
 
 
 class _Parser:
@@ -114,6 +137,8 @@ class _Parser:
         self.path = path
         self.lines = lines
         self.problems = problems
+        self.file_fakes = Fakes()
+        self.file_include: tuple[str, ...] = ()
 
     def at(self, keys: tuple[Any, ...]) -> int:
         return self.lines.key(keys, (1, 1))[0] if keys else 1
@@ -199,11 +224,61 @@ class _Parser:
                 now = raw
         config = _merge(base.config, self.mapping((*where, "config"), data.get("config"), "config"))
         config_line = self.at((*where, "config")) if "config" in data else base.config_line
-        return Setup(files=files, env=env, now=now, config=config, config_line=config_line)
+
+        def report(keys: tuple[Any, ...], message: str) -> None:
+            self.add(keys, "test-invalid", message)
+
+        scope = "case" if where else "file"
+        fakes = parse_fakes(data.get("fakes"), (*where, "fakes"), scope, report, self.at)
+        if not where:
+            self.file_fakes = fakes
+        real = parse_real(data.get("real"), (*where, "real"), report)
+        return Setup(
+            files=files,
+            env=env,
+            now=now,
+            config=config,
+            config_line=config_line,
+            fakes=fakes.over(base.fakes),
+            real=base.real if real is None else real,
+            include=base.include,
+        )
+
+    def include(self, value: Any) -> tuple[str, ...]:
+        """``include: [.git, .venv]``: left-out paths the case copies keep."""
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.add(
+                ("include",), "test-invalid", "include must be a list of paths, e.g. [.git, .venv]"
+            )
+            return ()
+        out = []
+        for i, rel in enumerate(value):
+            clean = rel.strip().rstrip("/")
+            if not clean or not _relative(clean) and clean != ".harness":
+                self.add(
+                    ("include", i),
+                    "test-invalid",
+                    f'include: "{rel}" must be a relative path inside the project (no "..")',
+                )
+            elif clean == ".harness" or clean.startswith(".harness/"):
+                self.add(
+                    ("include", i),
+                    "test-invalid",
+                    'include: ".harness" cannot be included: the case runs the project\'s '
+                    "tools and hooks, not a copy of them",
+                )
+            else:
+                out.append(clean)
+        return tuple(out)
 
     def file(self, data: Mapping[str, Any]) -> list[Case]:
         self.unknown((), data, FILE_KEYS, "a test file")
-        base = self.setup((), data, Setup())
+        self.file_include = self.include(data.get("include"))
+        base = replace(self.setup((), data, Setup()), include=self.file_include)
         raw = data.get("cases")
         if not isinstance(raw, list) or not raw:
             self.add(

@@ -33,6 +33,7 @@ DIRECTIVES = {
     "synopsis": False,  # a `harness COMMAND [...]` usage: every option must exist
     "project": True,  # shell/python run in a copy of tests/docs/projects/NAME (no init)
     "serve": False,  # python run while `harness serve --transport http [ARGS]` serves
+    "setup": False,  # python that runs, and runs again in the project of every later block
 }
 REASON = re.compile(r"\s+(?:—|--|:)\s+|\s*:\s+")
 

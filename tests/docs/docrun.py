@@ -18,7 +18,8 @@
   YAML is harness.md's frontmatter and must validate cleanly.
 
 The page's project is a temporary directory made by ``harness init`` (or a copy of
-tests/docs/projects/NAME with ``project NAME``), holding every earlier ``file`` block
+tests/docs/projects/NAME with ``project NAME``), with every earlier ``setup`` block
+run in it, in page order among the ``file`` blocks, and holding every earlier ``file`` block
 of the same page, as a reader following the page would have it.
 """
 
@@ -76,6 +77,8 @@ def make_project(block: Block, page: list[Block], tmp: Path) -> Path:
             break
         if earlier.directive == "file":
             write(root, earlier.arg, earlier.text)
+        elif earlier.directive == "setup":  # what a reader built (a venv, git history)
+            run_python(earlier, root)
     return root
 
 

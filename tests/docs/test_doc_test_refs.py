@@ -14,9 +14,23 @@ from docblocks import ROOT, doc_files
 CITE = re.compile(r"(tests/[\w/.-]+\.py)|::(\w+)\*?|`(test_\w+\.py)`")
 
 
+# Blocks with these doc-test markers hold a reader's own project files (a
+# `tests/test_calc.py` there is theirs), never a citation of this repository's tests.
+PROJECT_BLOCK = re.compile(r"<!--\s*doc-test:\s*(setup|file\s|skip)")
+FENCE = re.compile(r"^\s*(```|~~~)")
+
+
 def dead_citations(path: Path) -> list[str]:
     out: list[str] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    fenced = skipping = False
+    for number, line in enumerate(lines, 1):
+        if FENCE.match(line):
+            fenced = not fenced
+            skipping = fenced and number > 1 and bool(PROJECT_BLOCK.match(lines[number - 2]))
+            continue
+        if skipping:
+            continue
         current: Path | None = None
         for m in CITE.finditer(line):
             file, name, bare = m.groups()

@@ -429,6 +429,7 @@ def test_env_and_config_reach_commands_in_worker_processes(tmp_path: Path, isola
         "env": """\
         ---
         config: {exec: {env: [PATH, GREETING]}, runtime: {isolation: process}}
+        real: [exec]                  # the commands run: no fakes
         cases:
           - name: with env
             env: {GREETING: hello}

@@ -69,3 +69,32 @@ def test_broken_files_are_rejected() -> None:
     )
     assert not e.is_valid({"cases": [{"turns": ["hi"], "grade": [{"tool_caled": "x"}]}]})
     assert not e.is_valid({"cases": [{"turns": [], "grade": [{"no_errors": True}]}]})
+
+
+def test_the_schema_agrees_with_the_parser_on_fakes() -> None:
+    from harness.testing.spec import parse
+
+    v = jsonschema_rs.validator_for(schema_of_tests())
+    good = {
+        "include": [".git", ".venv"],
+        "real": ["exec"],
+        "fakes": {"http": [{"url": "https://a.example/*", "method": "GET", "json": {"a": 1}}]},
+        "cases": [
+            {
+                "call": "t",
+                "fakes": {"exec": [{"program": "git", "args": ["diff", "**"], "stdout": "x"}]},
+            }
+        ],
+    }
+    assert v.is_valid(good), [e.message for e in v.iter_errors(good)]
+    assert not parse("---\n" + json.dumps(good) + "\n---\n", "t.md").problems
+    for bad in (
+        {"fakes": {"exec": [{"program": "git", "stdot": "x"}]}},
+        {"fakes": {"exec": [{"args": ["x"]}]}},
+        {"fakes": {"http": [{"url": "https://a.example/", "method": "FETCH"}]}},
+        {"fakes": {"ftp": []}},
+        {"real": ["disk"]},
+    ):
+        data = {**bad, "cases": [{"call": "t"}]}
+        assert not v.is_valid(data), bad
+        assert parse("---\n" + json.dumps(data) + "\n---\n", "t.md").problems, bad

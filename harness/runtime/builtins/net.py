@@ -26,6 +26,7 @@ import httpx
 
 from harness.artifacts.domains import split_entry
 from harness.errors import BuiltinError
+from harness.runtime import doubles
 from harness.runtime.builtins.proc import trim_partial  # one UTF-8-safe cut for both
 from harness.runtime.context import CallContext
 
@@ -142,11 +143,10 @@ def _not_allowed(
     return f'{fn}: {kind} "{host}" is not in network.allowed_domains; ' + _how_to_open(host)
 
 
-def _check(
+def _allowed(
     fn: str, url: httpx.URL, allowed: tuple[str, ...], defaults: tuple[int, ...] | None = None
-) -> IPAddress:
-    """Refuse ``url`` unless policy allows it; return the address to connect to.
-    ``defaults``: the ports an entry without a port opens (None: any port)."""
+) -> tuple[str, IPAddress | None, int, bool]:
+    """Refuse ``url`` unless policy lists it: (host, IP literal, port, listed exactly)."""
     if url.scheme not in ("http", "https"):
         raise BuiltinError(
             f'{fn}: scheme "{url.scheme}" is not allowed in "{url}"; only http and https'
@@ -161,6 +161,15 @@ def _check(
     ok, exact = host_allowed(host, allowed, port, defaults)
     if not ok:
         raise BuiltinError(_not_allowed(fn, host, lit is not None, port, allowed, defaults))
+    return host, lit, port, exact
+
+
+def _check(
+    fn: str, url: httpx.URL, allowed: tuple[str, ...], defaults: tuple[int, ...] | None = None
+) -> IPAddress:
+    """Refuse ``url`` unless policy allows it; return the address to connect to.
+    ``defaults``: the ports an entry without a port opens (None: any port)."""
+    host, lit, port, exact = _allowed(fn, url, allowed, defaults)
     if lit is not None:
         return lit  # listed exactly: the operator asked for this address
     try:
@@ -385,7 +394,40 @@ def _request(  # noqa: C901
 
 
 def get(ctx: CallContext, url: Any, headers: Any = None, timeout_ms: Any = 30000) -> dict[str, Any]:
-    return _request(ctx, "http.get", "GET", url, headers, None, timeout_ms)
+    return _send(ctx, "http.get", "GET", url, headers, None, timeout_ms)
+
+
+def _send(
+    ctx: CallContext,
+    fn: str,
+    method: str,
+    url: Any,
+    headers: Any,
+    content: bytes | None,
+    timeout_ms: Any,
+) -> dict[str, Any]:
+    if not ctx.config.doubles:
+        return _request(ctx, fn, method, url, headers, content, timeout_ms)
+    # harness test: arguments and policy checked as always, then a fake answers
+    # (runtime/doubles.py); no name is resolved before that (CI has no network).
+    if not isinstance(url, str):
+        raise BuiltinError(f"{fn}: url must be a string, got {type(url).__name__}")
+    _headers(fn, headers)
+    _deadline(ctx, fn, timeout_ms)
+    allowed = ctx.config.network.allowed_domains
+    if not allowed:
+        return _request(ctx, fn, method, url, headers, content, timeout_ms)  # its refusal
+    try:
+        _allowed(fn, httpx.URL(url), allowed)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise BuiltinError(f'{fn}: invalid URL "{url}": {exc}') from None
+    return doubles.http(
+        ctx,
+        fn,
+        method,
+        url,
+        lambda: _request(ctx, fn, method, url, headers, content, timeout_ms),
+    )
 
 
 def post(
@@ -411,7 +453,7 @@ def post(
             raise BuiltinError(f"http.post: json is not JSON-compatible: {exc}") from None
         if not any(k.lower() == "content-type" for k in hdrs):
             hdrs["Content-Type"] = "application/json"
-    return _request(ctx, "http.post", "POST", url, hdrs, content, timeout_ms)
+    return _send(ctx, "http.post", "POST", url, hdrs, content, timeout_ms)
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {"http.get": get, "http.post": post}

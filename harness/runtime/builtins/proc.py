@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.config import Config
 from harness.errors import BuiltinError, JailError
-from harness.runtime import cancel, prewarm, sandbox, seccomp
+from harness.runtime import cancel, doubles, prewarm, sandbox, seccomp
 from harness.runtime.context import CallContext
 from harness.runtime.jail import DIR_FLAGS, PROBE_FLAGS, Jail, get_jail
 
@@ -386,10 +386,43 @@ def run(
     stdin: Any = None,
     env: Any = None,
 ) -> dict[str, Any]:
+    if ctx.config.doubles:  # harness test: fakes answer first (runtime/doubles.py)
+        return _doubled(ctx, cmd, args, timeout_ms, dir, stdin, env)
     # ``leases``: the plan's hold on the placeholders (runtime/placeholders.py) is
     # released when the call is over, whichever way it ends, after _after_run.
     with prewarm.running(), contextlib.ExitStack() as leases:
         return _run(ctx, cmd, args, timeout_ms, dir, stdin, env, leases)
+
+
+def _refuse_unlisted(allowed: Sequence[str], workspace: str, cwd: str, cmd: str) -> str | None:
+    """Raise unless exec.allowed_commands (when set) lists ``cmd``; its listed path."""
+    name = os.path.basename(cmd)
+    listed_path = _listed_path(allowed, workspace, cwd, cmd)
+    if allowed and name not in allowed and listed_path is None:
+        raise BuiltinError(
+            f'exec.run refused: program "{name}" is not in exec.allowed_commands '
+            f"({', '.join(allowed)}); add it there in harness.md to allow it"
+        )
+    return listed_path
+
+
+def _doubled(
+    ctx: CallContext, cmd: Any, args: Any, timeout_ms: Any, dir: Any, stdin: Any, env: Any
+) -> dict[str, Any]:
+    """exec.run in a test case: arguments and policy checked as always, then a fake."""
+    args = list(args) if isinstance(args, tuple) else args
+    cmd, argv, timeout, dir, _data, _env = _check_args(
+        cmd, args, timeout_ms, dir, stdin, {} if env is None else env
+    )
+    workspace = os.path.realpath(ctx.config.workspace)
+    cwd = _resolve_dir(ctx.config, workspace, dir)
+    _refuse_unlisted(ctx.config.exec.allowed_commands, workspace, cwd, cmd)
+
+    def real() -> dict[str, Any]:
+        with prewarm.running(), contextlib.ExitStack() as leases:
+            return _run(ctx, cmd, argv, timeout_ms, dir, stdin, env, leases)
+
+    return doubles.exec_run(ctx, cmd, argv, timeout, real)
 
 
 def _run(  # noqa: C901
@@ -417,12 +450,7 @@ def _run(  # noqa: C901
 
     allowed = config.exec.allowed_commands
     name = os.path.basename(cmd)
-    listed_path = _listed_path(allowed, workspace, cwd, cmd)
-    if allowed and name not in allowed and listed_path is None:
-        raise BuiltinError(
-            f'exec.run refused: program "{name}" is not in exec.allowed_commands '
-            f"({', '.join(allowed)}); add it there in harness.md to allow it"
-        )
+    listed_path = _refuse_unlisted(allowed, workspace, cwd, cmd)
 
     p = sandbox.plan(
         mode=config.exec.sandbox,
