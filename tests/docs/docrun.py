@@ -264,13 +264,22 @@ def run_ini(block: Block, root: Path) -> None:
 
 
 def run_python(block: Block, root: Path) -> None:
-    code = compile(block.text, block.id, "exec")
-    old = os.getcwd()
-    os.chdir(root)
-    try:
-        exec(code, {"__name__": "__doc_block__"})
-    finally:
-        os.chdir(old)
+    """The block as a reader runs it: its own Python process, in the project, with this
+    environment (in-process, a block's stdio client met pytest's and click's captured
+    streams, which have no file descriptor)."""
+    compile(block.text, block.id, "exec")  # a syntax error names the block's line
+    done = subprocess.run(
+        [sys.executable, "-c", block.text],
+        cwd=root,
+        env=dict(os.environ),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, (
+        f"{block.id} exited {done.returncode}\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    )
 
 
 @contextmanager
