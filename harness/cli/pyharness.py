@@ -36,8 +36,11 @@ def import_harness(target: str, root: Path | None) -> Any:
                 f'--python "{target}": module {module_name} has no attribute {attr}', exit_code=2
             )
         value = getattr(value, part)
-    if callable(value) and not isinstance(value, Harness):
-        value = value()
+    if callable(value) and not isinstance(value, (Harness, type)):
+        try:
+            value = value()
+        except Exception as exc:  # noqa: BLE001 - the user's factory: say what it did
+            raise CliError(f'--python "{target}": {attr}() failed: {exc}', exit_code=2) from exc
     if not isinstance(value, Harness):
         raise CliError(
             f'--python "{target}" is {type(value).__name__}, not a harness.Harness; point '
