@@ -261,7 +261,9 @@ def run_ini(block: Block, root: Path) -> None:
 
 
 def run_python(block: Block, root: Path) -> None:
-    code = compile(block.text, block.id, "exec")
+    # dont_inherit: run the block as a reader's file runs, without this module's
+    # `from __future__ import annotations` (dataclasses in a block need real hints).
+    code = compile(block.text, block.id, "exec", dont_inherit=True)
     old = os.getcwd()
     os.chdir(root)
     try:
