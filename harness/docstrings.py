@@ -77,7 +77,7 @@ def _join(parts: list[str]) -> str:
 
 
 def _google(lines: list[str], i: int, indent: int, found: dict[str, str]) -> int:
-    body, end = _continued(lines, i, indent)
+    _body, end = _continued(lines, i, indent)
     entry_indent: int | None = None
     name: str | None = None
     parts: list[str] = []
@@ -96,7 +96,7 @@ def _google(lines: list[str], i: int, indent: int, found: dict[str, str]) -> int
             parts.append(raw.strip())
     if name:
         found.setdefault(name, _join(parts))
-    return end if body or end > i else i
+    return end
 
 
 def _numpy(lines: list[str], i: int, indent: int, found: dict[str, str]) -> int:

@@ -337,3 +337,20 @@ def test_the_published_tool_schema_takes_both_spellings() -> None:
     assert editor.is_valid(data), [e.message for e in editor.iter_errors(data)]
     bad = {"parameters": {"o": {"type": "object", "properties": {"a": {"required": "yes"}}}}}
     assert not editor.is_valid(bad)
+
+
+def test_strict_nulls_for_left_out_nested_keys_are_dropped(tmp_path: Path) -> None:
+    from harness.artifacts.export import strip_strict_nulls
+
+    tool = check_project(_project(tmp_path, ISSUE)).tools["file_issue"]
+    sent = {
+        "issue": {"title": "t", "body": "b", "labels": [{"name": "x", "color": None}]},
+        "author": {"login": "a", "profile": {"url": "u", "bio": None}},
+    }
+    assert strip_strict_nulls(tool.input_schema, sent) == {
+        "issue": {"title": "t", "body": "b", "labels": [{"name": "x"}]},
+        "author": {"login": "a", "profile": {"url": "u"}},
+    }
+    # A required key sent as null stays, and validation says so.
+    kept = strip_strict_nulls(tool.input_schema, {"issue": {"title": None, "body": "b"}})
+    assert kept == {"issue": {"title": None, "body": "b"}}
