@@ -8,7 +8,8 @@ Formats:
 - ``openai-strict``: the same with ``"strict": true`` and the schema rewritten into the
   subset OpenAI's strict mode (Structured Outputs) accepts, see :func:`strict_schema`.
   A tool whose schema that subset cannot express faithfully (free-form objects, maps,
-  untyped arrays, tuples; :func:`strict_incompatibilities`) goes out with
+  untyped arrays, tuples, an ``allOf`` that cannot be merged;
+  :func:`strict_incompatibilities`) goes out with
   ``"strict": false`` and its ``openai`` parameters. :func:`strip_strict_nulls` undoes
   the nulls a strict-mode model sends for left-out optional arguments.
 - ``anthropic``: Messages API ``{name, description, input_schema}``.
@@ -585,7 +586,8 @@ def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     become nullable (``"type": [T, "null"]``, ``null`` added to an ``enum``, or ``anyOf``
     with ``{"type": "null"}`` when there is no plain ``type``). A missing ``type`` is
     inferred from ``enum``/``const``/``properties``/``items``; keywords next to
-    ``anyOf`` move into each branch; ``oneOf`` becomes ``anyOf``. Keywords strict mode
+    ``anyOf`` move into each branch; ``oneOf`` becomes ``anyOf``; ``allOf`` branches
+    are merged into their schema. Keywords strict mode
     rejects are dropped; scalar ones such as ``default`` or ``maxLength`` are kept as a
     note in the description.
 
