@@ -67,6 +67,8 @@ __all__ = sorted(_WHERE)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "serve":  # harness.serve(h): the callable package harness/serve/
+        return importlib.import_module("harness.serve")
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.artifacts.export import clash_message, export_clash, join_upstream
+from harness.artifacts.export import clash_message, export_clash, export_name, join_upstream
 from harness.artifacts.model import Project, ToolSpec
 from harness.audit import AuditLog
 from harness.errors import LoadError, UsageError
@@ -203,6 +203,24 @@ class Harness:
         return definitions(
             [t for t in chosen if t.enabled], format, include_deferred=include_deferred
         )
+
+    def resolve_provider_name(self, name: str) -> str:
+        """The tool a name from a provider stands for: ``math_div`` (what OpenAI and
+        Anthropic were sent for ``math.div``) -> ``math.div``; a tool's own name (MCP
+        keeps names) -> itself. Raises :class:`UsageError` when no tool has that name."""
+        found = self.provider_tool(name)
+        if found is None:
+            from harness.artifacts.problems import unknown_tool_message
+
+            raise UsageError(unknown_tool_message(name, self._tools))
+        return found
+
+    def provider_tool(self, name: str) -> str | None:
+        """:meth:`resolve_provider_name`, or None for no tool."""
+        if name in self._tools:
+            return name
+        # Two tools never export alike (export.without_clashes), so one matches at most.
+        return next((n for n in self._tools if export_name(n) == name), None)
 
     def bind(self, name: str, handler: Handler) -> None:
         """Bind a Python handler ``handler(args: dict) -> value`` to a script-less tool."""

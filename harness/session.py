@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.artifacts.export import definitions as export_definitions
-from harness.artifacts.export import without_clashes
+from harness.artifacts.export import export_name, without_clashes
 from harness.artifacts.model import Source, ToolSpec
 from harness.audit import log_event
 from harness.errors import BuiltinError, UsageError
@@ -288,17 +288,34 @@ class Session:
     def call(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, id: str | None = None
     ) -> ToolResult:
+        reg = self.harness.registry
+        if name not in reg.plans:
+            name = self.tool_name(name)
         call = make_call(name, {} if arguments is None else arguments, id or f"call-{next(_ids)}")
         if self.refused is not None:
             return self._refusal(call)
-        return run_call(call, self.harness.registry, self)
+        return run_call(call, reg, self)
 
     def call_tool(self, call: ToolCall) -> ToolResult:
+        reg = self.harness.registry
+        if call.name not in reg.plans and (name := self.tool_name(call.name)) != call.name:
+            call = replace(call, name=name)
         if not call.id:
             call = replace(call, id=f"call-{next(_ids)}")
         if self.refused is not None:
             return self._refusal(call)
-        return run_call(call, self.harness.registry, self)
+        return run_call(call, reg, self)
+
+    def tool_name(self, name: str) -> str:
+        """The tool ``name`` stands for: itself, or the tool whose provider export it is
+        (``math_div`` for ``math.div``: OpenAI and Anthropic see ``.`` as ``_``); unknown
+        names are returned as they are (the call then says so)."""
+        if name in self._extra:
+            return name
+        found = self.harness.provider_tool(name)
+        if found is not None:
+            return found
+        return next((n for n in self._extra if export_name(n) == name), name)
 
     def _refusal(self, call: ToolCall) -> ToolResult:
         """The result of every call in a session a session.start hook refused."""

@@ -8,7 +8,8 @@ Formats:
 - ``openai-strict``: the same with ``"strict": true`` and the schema rewritten into the
   subset OpenAI's strict mode (Structured Outputs) accepts, see :func:`strict_schema`.
   A tool whose schema that subset cannot express faithfully (free-form objects, maps,
-  untyped arrays, tuples; :func:`strict_incompatibilities`) goes out with
+  untyped arrays, tuples, an ``allOf`` that cannot be merged;
+  :func:`strict_incompatibilities`) goes out with
   ``"strict": false`` and its ``openai`` parameters. :func:`strip_strict_nulls` undoes
   the nulls a strict-mode model sends for left-out optional arguments.
 - ``anthropic``: Messages API ``{name, description, input_schema}``.
@@ -286,10 +287,7 @@ class _Converter:
         if not isinstance(node, dict):
             self.fail(path, f"boolean schema {json.dumps(node)}; strict mode needs a typed schema")
             return {}
-        src = dict(node)
-        if "oneOf" in src:  # exclusive choice -> any choice: only widens
-            branches = src.pop("oneOf")
-            src.setdefault("anyOf", branches)
+        src = self._combined(dict(node), path)
         if "$ref" in src:
             return self._ref(src)
         if isinstance(src.get("anyOf"), list) and src["anyOf"]:
@@ -312,6 +310,46 @@ class _Converter:
             self._array(src, out, path)
         _add_notes(out, notes)
         return out
+
+    def _combined(self, src: dict[str, Any], path: str) -> dict[str, Any]:
+        """``oneOf`` as ``anyOf`` (exclusive choice -> any choice: only widens), and
+        ``allOf`` merged in, round by round (allOf inside allOf branches)."""
+        if "oneOf" in src:
+            branches = src.pop("oneOf")
+            src.setdefault("anyOf", branches)
+        for _ in range(32):
+            if "allOf" not in src:
+                break
+            src = self._all_of(src, path)
+        return src
+
+    def _all_of(self, src: dict[str, Any], path: str) -> dict[str, Any]:
+        """``src`` with its ``allOf`` branches merged in (strict mode has no ``allOf``):
+        properties and required names join, types meet. A branch that is a ``$ref`` or
+        disagrees with the rest on a keyword cannot be merged: that is a reason."""
+        branches = src.pop("allOf")
+        if not isinstance(branches, list):
+            self.fail(path, '"allOf" is not a list')
+            return src
+        for i, branch in enumerate(branches):
+            if not isinstance(branch, dict) or "$ref" in branch:
+                what = "a $ref" if isinstance(branch, dict) else f"{json.dumps(branch)}"
+                self.fail(
+                    path,
+                    f'"allOf" branch {i} is {what}; strict mode has no allOf and harness '
+                    "merges only inline schemas: inline it",
+                )
+                continue
+            merged, clash = _conjoin(src, branch)
+            if merged is None:
+                self.fail(
+                    path,
+                    f'"allOf" branch {i} disagrees on "{clash}" with the rest; strict mode '
+                    "has no allOf and these cannot be merged into one schema",
+                )
+            else:
+                src = merged
+        return src
 
     def _keep(self, src: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         out: dict[str, Any] = {}
@@ -458,6 +496,42 @@ def _merge(shared: dict[str, Any], branch: Any) -> Any:
     return merged
 
 
+def _meet(a: Any, b: Any) -> Any:
+    """The ``type`` both ``a`` and ``b`` allow; None when none."""
+    x, y = _types(a), _types(b)
+    both = x & y
+    if ("number" in x and "integer" in y) or ("integer" in x and "number" in y):
+        both.add("integer")
+    ordered = [t for t in _TYPE_ORDER if t in both]
+    if not ordered:
+        return None
+    return ordered[0] if len(ordered) == 1 else ordered
+
+
+def _conjoin(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """``a`` ∧ ``b`` as one schema, or ``(None, keyword they disagree on)``."""
+    out = dict(a)
+    for key, value in b.items():
+        mine = out.get(key)
+        if key not in out or mine == value or key in _ANNOTATIONS:
+            out.setdefault(key, value)
+        elif key == "required" and isinstance(mine, list) and isinstance(value, list):
+            out[key] = list(dict.fromkeys([*mine, *value]))
+        elif key == "allOf" and isinstance(mine, list) and isinstance(value, list):
+            out[key] = [*mine, *value]
+        elif key == "properties" and isinstance(mine, dict) and isinstance(value, dict):
+            props = dict(mine)
+            for name, sub in value.items():
+                old = props.get(name)
+                props[name] = sub if old is None or old == sub else {"allOf": [old, sub]}
+            out[key] = props
+        elif key == "type" and (met := _meet(mine, value)) is not None:
+            out[key] = met
+        else:
+            return None, key
+    return out, ""
+
+
 def _add_notes(out: dict[str, Any], notes: list[str]) -> None:
     if notes:
         desc = out.get("description")
@@ -512,7 +586,8 @@ def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     become nullable (``"type": [T, "null"]``, ``null`` added to an ``enum``, or ``anyOf``
     with ``{"type": "null"}`` when there is no plain ``type``). A missing ``type`` is
     inferred from ``enum``/``const``/``properties``/``items``; keywords next to
-    ``anyOf`` move into each branch; ``oneOf`` becomes ``anyOf``. Keywords strict mode
+    ``anyOf`` move into each branch; ``oneOf`` becomes ``anyOf``; ``allOf`` branches
+    are merged into their schema. Keywords strict mode
     rejects are dropped; scalar ones such as ``default`` or ``maxLength`` are kept as a
     note in the description.
 

@@ -16,6 +16,7 @@ from typing import Any
 from harness.artifacts.model import Parameter
 from harness.artifacts.patterns import PatternError, pattern_problem, rs_validator, schema_problem
 from harness.artifacts.problems import Problem, a_type, as_json, json_path, suggest
+from harness.artifacts.required import lift as lift_required
 
 TYPES = ("string", "number", "integer", "boolean", "object", "array")
 METASCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
@@ -169,13 +170,17 @@ def build(  # noqa: C901
             )
             ok = False
         req = spec.get("required", False)
-        if not isinstance(req, bool):
+        if isinstance(req, list) and all(isinstance(n, str) for n in req):
+            req = False  # the object's own required keys: stays in its schema
+        elif not isinstance(req, bool):
             err(
                 (*at, "required"),
                 "parameter-required-invalid",
-                f"{label} required must be true or false, got {as_json(req)}",
+                f"{label} required must be true or false, or a list of its property "
+                f"names when it is an object; got {as_json(req)}",
             )
             req = False
+            spec = {k: v for k, v in spec.items() if k != "required"}
         desc = spec.get("description", "")
         if desc is None:
             desc = ""
@@ -196,7 +201,10 @@ def build(  # noqa: C901
                 f"{label}{where}: {message}" if prose else f"{label}{where} has {message}",
                 "warning",
             )
-        schema = {k: v for k, v in spec.items() if k != "required"}
+        own = {k: v for k, v in spec.items() if not (k == "required" and isinstance(v, bool))}
+        schema, findings = lift_required(own, label)
+        for key_path, code, message in findings:
+            err((*at, *key_path), code, message)
         if not desc:
             schema.pop("description", None)
         why = default_problem(schema) if ok else None
@@ -517,16 +525,20 @@ OWN_KEYWORDS: dict[str, dict[str, Any]] = {
         "description": "Shown to the model; omitted when empty.",
     },
     "required": {
-        "type": "boolean",
+        "type": ["boolean", "array"],
+        "items": {"type": "string"},
+        "uniqueItems": True,
         "default": False,
-        "description": "Lifted into the object's `required` list.",
+        "description": "true/false: lifted into the enclosing object's `required` list "
+        "(the shorthand); a list: this object's own required keys (JSON Schema).",
     },
 }
 
 
 def keyword_schema(keyword: str) -> Any:
-    """JSON Schema of one pass-through keyword's value, as the 2020-12 metaschema has it."""
-    meta = {"$ref": METASCHEMA_URI}
+    """JSON Schema of one pass-through keyword's value, as the 2020-12 metaschema has it,
+    except that a subschema is a :func:`property_schema` (``required: true`` there too)."""
+    meta = {"anyOf": [{"type": "boolean"}, {"$ref": "#/$defs/property"}]}
     if keyword in _SCHEMA_ONE:
         return meta
     if keyword in _SCHEMA_MAPS:
@@ -544,13 +556,34 @@ def keyword_schema(keyword: str) -> Any:
 
 def parameter_schema() -> dict[str, Any]:
     """One entry of ``parameters``: the rules :func:`build` applies, as a JSON Schema."""
-    properties = dict(OWN_KEYWORDS)
-    for keyword in sorted(KEYWORDS - set(OWN_KEYWORDS)):
-        properties[keyword] = keyword_schema(keyword)
     return {
         "type": "object",
-        "description": "One argument: a JSON Schema plus `required` (bool) and a mandatory `type`.",
+        "description": "One argument: a JSON Schema plus `required` (bool or list) and a "
+        "mandatory `type`.",
         "required": ["type"],
-        "properties": properties,
+        "properties": _entry_keywords(),
         "additionalProperties": False,
     }
+
+
+def property_schema() -> dict[str, Any]:
+    """An entry of a parameter's ``properties`` (any depth): a parameter without the
+    mandatory ``type``, where ``required: true`` is the shorthand too."""
+    return {
+        "type": "object",
+        "description": "One property of an object parameter: a JSON Schema plus "
+        "`required` (bool or list).",
+        "properties": _entry_keywords(nested=True),
+        "additionalProperties": False,
+    }
+
+
+def _entry_keywords(nested: bool = False) -> dict[str, Any]:
+    """A parameter's keywords (``type``, ``description`` of our own), or a nested
+    property's (JSON Schema's own ``type`` and ``description``); ``required`` and
+    ``properties`` take the shorthand at any depth."""
+    own = {"required": OWN_KEYWORDS["required"]} if nested else dict(OWN_KEYWORDS)
+    properties: dict[str, Any] = dict(own)
+    for keyword in sorted(KEYWORDS - set(own)):
+        properties[keyword] = keyword_schema(keyword)
+    return properties

@@ -15,7 +15,7 @@ from harness.artifacts.checks import (
     SCHEMA_FILES,
     TOOL_FIELDS,
 )
-from harness.artifacts.params import METASCHEMA_URI, parameter_schema
+from harness.artifacts.params import METASCHEMA_URI, parameter_schema, property_schema
 from harness.artifacts.problems import EXTENSION_PATTERN, EXTENSION_SCHEMA, EXTENSIONS
 from harness.artifacts.servers import server_schema
 from harness.config import section_schemas
@@ -42,6 +42,7 @@ def frontmatter_schema(kind: str) -> dict[str, Any]:
 
     defs = {
         "parameter": parameter_schema(),
+        "property": property_schema(),
         "tool": obj(TOOL_FIELDS),
         "hook": obj(HOOK_FIELDS, HOOK_REQUIRED),
         "toolEntry": obj({**ENTRY_FIELDS, **TOOL_FIELDS}, ("name",)),

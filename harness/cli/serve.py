@@ -96,6 +96,14 @@ from harness.cli.common import CliError, resolve_root, root_option
     help="Seconds between checks for changed files (--watch).",
 )
 @click.option(
+    "--python",
+    "python_target",
+    metavar="MODULE:ATTR",
+    default=None,
+    help="Serve the harness.Harness at MODULE:ATTR (e.g. my_tools:h), with the Python "
+    "tools registered on it, instead of loading the root. Not with --watch.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -115,6 +123,7 @@ def command(
     max_connections: int,
     watch: bool,
     watch_interval: float,
+    python_target: str | None,
     log_level: str,
 ) -> None:
     """Serve the tools over MCP (Model Context Protocol) until the client disconnects."""
@@ -124,6 +133,18 @@ def command(
         format="harness serve: %(levelname)s: %(message)s",
         force=True,
     )
+    harness = None
+    if python_target is not None:
+        from harness.cli.pyharness import import_harness
+
+        if watch:
+            raise CliError(
+                "--watch reloads the tools from the files, which would drop the Python "
+                "tools of --python; leave out one of them",
+                exit_code=2,
+            )
+        harness = import_harness(python_target, root)
+        root = Path(harness.root)
     if transport == "stdio":
         # Answers initialize before importing the MCP SDK (harness/serve/fast_start.py).
         import importlib.util
@@ -136,7 +157,12 @@ def command(
         from harness.serve.fast_start import serve_stdio
 
         try:
-            serve_stdio(resolve_root(root).resolve(), watch=watch, watch_interval=watch_interval)
+            serve_stdio(
+                resolve_root(root).resolve(),
+                watch=watch,
+                watch_interval=watch_interval,
+                harness=harness,
+            )
         except KeyboardInterrupt:
             pass
         return
@@ -151,6 +177,7 @@ def command(
     try:
         serve(
             resolve_root(root).resolve(),
+            harness=harness,
             transport=transport,
             host=host,
             port=port,

@@ -86,8 +86,11 @@ def write_answer(answer: dict[str, Any], fd: int = 1) -> None:
         view = view[n:]
 
 
-def serve_stdio(root: Any, *, watch: bool = False, watch_interval: float = 0.5) -> None:
-    """``harness serve`` over stdio: answer ``initialize`` first, then start the SDK."""
+def serve_stdio(
+    root: Any, *, watch: bool = False, watch_interval: float = 0.5, harness: Any = None
+) -> None:
+    """``harness serve`` over stdio: answer ``initialize`` first, then start the SDK.
+    ``harness``: an already loaded Harness to serve (``harness.serve(h)``)."""
     import asyncio
 
     from harness.core import load as load_harness
@@ -97,7 +100,8 @@ def serve_stdio(root: Any, *, watch: bool = False, watch_interval: float = 0.5) 
     line = read_first_line()
     if not line.strip():
         return  # the client went away before saying anything
-    harness = load_harness(root)  # LoadError propagates: the CLI prints the problems
+    if harness is None:
+        harness = load_harness(root)  # LoadError propagates: the CLI prints the problems
     answer = initialize_answer(
         line,
         instructions=harness.system_prompt,

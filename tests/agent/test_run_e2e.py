@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from fake_servers import FakeModelServer, Reply, ToolUse
 
 import harness
 from harness.agent import AgentResult
 from harness.cli.main import cli
+from harness.testing import FakeModelServer, Reply, ToolUse
 
 KEY = "sk-e2e-not-a-real-key"
 

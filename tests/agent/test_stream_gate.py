@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_servers import FakeModelServer, Reply, ToolUse
 
 import harness
+from harness.testing import FakeModelServer, Reply, ToolUse
 
 PROVIDERS = ["openai", "anthropic"]
 

@@ -301,8 +301,9 @@ def test_strict_rewrites_nested_objects_and_drops_unsupported_keywords() -> None
             },
             "either": {
                 "anyOf": [
-                    {"type": "string", "const": "a"},
-                    {"type": "string", "const": "b"},
+                    # allOf is merged in (strict mode has none): its minLength is noted.
+                    {"type": "string", "const": "a", "description": "(minLength: 1)"},
+                    {"type": "string", "const": "b", "description": "(minLength: 1)"},
                     {"type": "null"},
                 ]
             },

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fake_servers import FakeModelServer, Reply, ToolUse
 
 import harness
 from harness.agent import RoundLimitError, run_agent
 from harness.agent.events import HookBlockedError
+from harness.testing import FakeModelServer, Reply, ToolUse
 
 Make = Callable[..., harness.Harness]
 ENV = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-test"}

@@ -267,7 +267,7 @@ def run_python(block: Block, root: Path) -> None:
     """The block as a reader runs it: its own Python process, in the project, with this
     environment (in-process, a block's stdio client met pytest's and click's captured
     streams, which have no file descriptor)."""
-    compile(block.text, block.id, "exec")  # a syntax error names the block's line
+    compile(block.text, block.id, "exec", dont_inherit=True)  # a syntax error names its line
     done = subprocess.run(
         [sys.executable, "-c", block.text],
         cwd=root,

@@ -27,12 +27,11 @@ from hypothesis import strategies as st
 import harness
 from harness.artifacts.export import FORMATS
 from harness.errors import UsageError
+from harness.testing import FakeModelServer, Reply, ToolUse
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 LISTING_SERVER = str(HERE / "listing_server.py")
-sys.path.insert(0, str(REPO / "tests" / "agent"))
-from fake_servers import FakeModelServer, Reply, ToolUse  # noqa: E402
 
 LOCAL = """\
 ---

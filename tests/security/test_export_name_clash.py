@@ -9,16 +9,13 @@ fake server of tests/agent speaking each provider's wire format.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import harness
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
-from fake_servers import FakeModelServer, Reply, ToolUse  # noqa: E402
+from harness.testing import FakeModelServer, Reply, ToolUse
 
 REGISTRAR = """\
 ---

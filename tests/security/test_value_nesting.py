@@ -24,6 +24,7 @@ from crashproof_helpers import python
 
 import harness
 from harness.runtime.nesting import MAX_VALUE_DEPTH
+from harness.testing import FakeModelServer, Reply, ToolUse
 
 TOO_DEEP = "nests too deeply"
 
@@ -147,9 +148,6 @@ def test_deep_arguments_are_refused_naming_the_tool_and_the_path(tmp_path: Path)
 
 
 # -- item 11: model arguments ---------------------------------------------------------
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
-from fake_servers import FakeModelServer, Reply, ToolUse  # noqa: E402
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])

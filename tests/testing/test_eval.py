@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,9 +12,7 @@ from click.testing import CliRunner
 from test_harness_test import project
 
 from harness.cli.main import cli
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "agent"))
-from fake_servers import FakeModelServer, Reply, ToolUse  # noqa: E402
+from harness.testing import FakeModelServer, Reply, ToolUse
 
 EVALS = """\
     ---

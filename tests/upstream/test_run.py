@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 from upstream_helpers import TIME_SERVER, write_project
 
 from harness.cli.main import cli
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
-from fake_servers import FakeModelServer, Reply, ToolUse  # noqa: E402
+from harness.testing import FakeModelServer, Reply, ToolUse
 
 MODEL = (
     "model:\n  provider: openai\n  name: fake-model\n  api_key_env: UP_E2E_KEY\n"

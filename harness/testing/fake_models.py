@@ -1,16 +1,21 @@
-"""A local fake model server for the agent-loop tests.
+"""Fake model servers for agent tests without a network: ``harness.testing.FakeModelServer``.
 
-It speaks the real wire formats on 127.0.0.1 (a free port, in a thread):
-OpenAI Chat Completions (``POST /v1/chat/completions``) and Anthropic Messages
-(``POST /v1/messages``), streamed as server-sent events over HTTP/1.1 chunked
-transfer encoding when the request says ``stream: true``, one JSON document
-otherwise. It replays scripted :class:`Reply` objects in order and records every
-request it got (path, headers, decoded JSON body).
+A local server on 127.0.0.1 (a free port, in a thread) that speaks the real wire
+formats: OpenAI Chat Completions (``POST /v1/chat/completions``) and Anthropic Messages
+(``POST /v1/messages``), streamed as server-sent events over HTTP/1.1 chunked transfer
+encoding when the request says ``stream: true``, one JSON document otherwise. It
+replays scripted :class:`Reply` objects in order and records every request it got
+(:class:`Request`: path, headers, decoded JSON body). Point ``Harness.run`` (or any
+OpenAI / Anthropic client) at ``server.base_url``::
+
+    from harness.testing import FakeModelServer, Reply, ToolUse
 
     with FakeModelServer("openai", [Reply(tools=[ToolUse("add", {"a": 1})]),
                                     Reply(text="done")]) as server:
-        ... base_url=server.base_url ...
-        server.requests[1].body["messages"]
+        h.run("add 1", provider="openai", model="fake-model", base_url=server.base_url)
+        server.requests[1].body["messages"]     # what the loop sent back
+
+Documented in docs/testing.md ("Agent tests with a fake model").
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolUse:
+    """A tool call the model makes: ``arguments`` as a dict, or a str sent verbatim
+    (to test broken JSON); ``id`` is generated when None."""
+
     name: str
     arguments: dict[str, Any] | str = field(default_factory=dict)  # a str is sent verbatim
     id: str | None = None
@@ -35,7 +43,7 @@ class ToolUse:
         return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Reply:
     """One scripted model turn."""
 
@@ -52,8 +60,10 @@ class Reply:
     json: bool = False  # answer with one JSON document even if streaming was asked for
 
 
-@dataclass
+@dataclass(frozen=True)
 class Request:
+    """One request the server received (``body``: decoded JSON, else the text)."""
+
     method: str
     path: str
     headers: dict[str, str]
@@ -67,6 +77,11 @@ def _pieces(text: str, size: int) -> list[str]:
 
 
 class FakeModelServer:
+    """A scripted model on 127.0.0.1 speaking ``provider``'s wire format ("openai" or
+    "anthropic"). Each request gets the next of ``replies`` (``repeat_last``: the last
+    one forever); ``requests`` records what was sent; ``base_url`` is what a client is
+    configured with. Use it as a context manager (it runs in a daemon thread)."""
+
     def __init__(
         self,
         provider: str,
@@ -75,7 +90,8 @@ class FakeModelServer:
         repeat_last: bool = False,
         model: str = "fake-model",
     ) -> None:
-        assert provider in ("openai", "anthropic")
+        if provider not in ("openai", "anthropic"):
+            raise ValueError(f'provider must be "openai" or "anthropic", got {provider!r}')
         self.provider, self.model = provider, model
         self.replies = list(replies)
         self.repeat_last = repeat_last
@@ -96,14 +112,19 @@ class FakeModelServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._httpd is not None
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        httpd = self._started()
+        httpd.shutdown()
+        httpd.server_close()
+
+    def _started(self) -> ThreadingHTTPServer:
+        if self._httpd is None:
+            raise RuntimeError("start the server first: with FakeModelServer(...) as server:")
+        return self._httpd
 
     @property
     def port(self) -> int:
-        assert self._httpd is not None
-        return self._httpd.server_address[1]
+        """The port it listens on (once started with ``with``)."""
+        return int(self._started().server_address[1])
 
     @property
     def base_url(self) -> str:
@@ -196,13 +217,13 @@ class FakeModelServer:
 
         yield chunk({"role": "assistant", "content": ""})
         if reply.text:
-            for piece in _pieces(reply.text, reply.chunk):
-                yield chunk({"content": piece})
+            for text in _pieces(reply.text, reply.chunk):
+                yield chunk({"content": text})
         if reply.stream_error is not None:
             yield "", {"error": {"message": reply.stream_error, "type": "server_error"}}
             return
-        heads = []
-        bodies = []
+        heads: list[dict[str, Any]] = []
+        bodies: list[list[dict[str, Any]]] = []
         for index, tool in enumerate(reply.tools):
             heads.append(
                 {
