@@ -313,6 +313,8 @@ def _run_one(  # noqa: C901
         return "block", reason or "no reason given", current, out.duration_ms
     if action == "modify":
         merged = _merge(event, current, new)
+        if merged is current:  # a modify that changes nothing is an allow
+            return "allow", "", current, out.duration_ms
         if recheck is not None:
             problem = recheck(merged)
             if problem:
