@@ -52,6 +52,8 @@ from pathlib import Path
 
 import harness
 from harness.config import Config
+from harness.hooks import HookChain
+from harness.output import render
 from harness.runtime import jail as jail_mod
 from harness.runtime.builtins import fs
 from harness.runtime.context import CallContext
@@ -192,6 +194,64 @@ def hook_cost(times: dict[str, list[float]], pairs: list[tuple[str, str]]) -> No
             f"    {plain:<58} {statistics.median(diffs) * 1000:+8.1f} ms"
             f"  {statistics.median(shares) * 100:+6.1f}%"
         )
+
+
+def post_step(
+    h: harness.Harness, name: str, arguments: dict[str, object], value: object, config: Config
+) -> Callable[[], object]:
+    """The tool.post step of ``h`` on ``value``, as the pipeline runs it."""
+    chain: HookChain = h.hook_chain
+
+    def post() -> object:
+        payload = {
+            "id": "c1",
+            "call_id": "c1",
+            "name": name,
+            "arguments": arguments,
+            "session": "s",
+            "result": value,
+            "content": render(value),
+            "is_error": False,
+            "error": None,
+            "duration_ms": 1.0,
+        }
+        out = chain.run("tool.post", payload, h.runtime, lambda hook: CallContext(config=config))
+        assert out.blocked_by is None and out.payload is payload, out
+        return out
+
+    return post
+
+
+def post_hook_alone(hs: dict[str, harness.Harness], project: Path, rounds: int) -> None:
+    """The tool.post step alone (the starter hooks on the very payload the pipeline
+    builds: the result and its rendered text), against the call without hooks, in the
+    same rounds: the hooks' share of the tool's own time without the noise of a
+    difference of two end-to-end timings."""
+    cases = [
+        (
+            "search_files",
+            {"pattern": COMMON, "max_matches": 1000, "order": "walk"},
+            "search_files order walk, 1000 matches",
+        ),
+        ("list_files", {"pattern": "**/*.py", "max_entries": 5000}, "list_files **/*.py"),
+    ]
+    print("\nthe tool.post step alone (starter hooks) against the tool call without hooks")
+    for name, arguments, shown in cases:
+        for iso in ("process", "inprocess"):
+            plain, hooked = hs[iso], hs[iso + "+hooks"]
+            value = plain.call(name, arguments).value
+            config = Config(root=project, workspace=project / "tree")
+
+            post = post_step(hooked, name, arguments, value, config)
+            times = measure(
+                {"tool": lambda p=plain, n=name, a=arguments: p.call(n, a), "post": post}, rounds
+            )
+            shares = [b / a for a, b in zip(times["tool"], times["post"], strict=True)]
+            print(
+                f"  {shown} ({iso}): tool {statistics.median(times['tool']) * 1000:.1f} ms, "
+                f"tool.post step {statistics.median(times['post']) * 1000:.2f} ms = "
+                f"{statistics.median(shares) * 100:.1f}% of the tool's time"
+            )
 
 
 def main() -> None:
@@ -346,6 +406,7 @@ def main() -> None:
                 args.rounds,
             ),
         )
+        post_hook_alone(hs, project, args.rounds)
     jail_mod.clear_jails()
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 import harness
 from harness.cli.main import cli
 from harness.redact import RULES, redact, redact_text
-from harness.runtime.reach import passthrough
+from harness.runtime.reach import hook_inputs, passthrough
 
 M = "[REDACTED]"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"
@@ -255,6 +255,16 @@ def test_the_audit_and_the_hook_share_one_rule_set() -> None:
         assert rule.pattern not in hook and json.dumps(rule.pattern)[1:-1] not in hook
     assert audit.redact is redact and redaction.redact is redact
     assert passthrough(hook.split("script: |\n", 1)[1].split("\n---\n", 1)[0])
+
+
+def test_a_handed_over_payload_carries_only_the_keys_redact_names() -> None:
+    def keys(script: str) -> object:
+        return hook_inputs("def handle(e, p):\n    return " + script + "\n").keys
+
+    assert keys('modify(redact(p, keys = ["result", "error"], rules = []))') == {"result", "error"}
+    assert keys("modify(redact(p))") is None
+    assert keys("modify(redact(p, keys = K))") is None
+    assert keys('modify(redact(p, keys = ["a", x]))') is None
 
 
 @pytest.mark.parametrize(
