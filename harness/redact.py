@@ -236,11 +236,12 @@ def _joinable(rules: tuple[Rule, ...]) -> bool:
     return not any(a in r.pattern for r in rules for a in _ANCHORS)
 
 
-def _walk(value: Any, keys: dict[Any, bool]) -> tuple[list[str], bool]:
-    """Every string in ``value`` (values and object keys), and whether a key names a
-    secret holding a string. Iterative: no depth limit of its own."""
+def _walk(value: Any) -> tuple[list[str], bool]:
+    """Every string in ``value`` (values, and each distinct object key once), and
+    whether a key names a secret holding a string. Iterative: no depth limit of its own."""
     strings: list[str] = []
     add = strings.append
+    keys: dict[Any, bool] = {}  # key -> whether it names a secret
     named = False
     stack = [value]
     pop, push = stack.pop, stack.append
@@ -248,14 +249,14 @@ def _walk(value: Any, keys: dict[Any, bool]) -> tuple[list[str], bool]:
         node = pop()
         if type(node) is dict:
             for k, v in node.items():
+                hit = keys.get(k)
+                if hit is None:
+                    hit = keys[k] = type(k) is str and bool(
+                        _SECRET_KEY.match(k) or _PWD_KEY.match(k)
+                    )
+                if hit and not named:
+                    named = secret_value(k, v)
                 t = type(v)
-                if type(k) is str:
-                    add(k)
-                    hit = keys.get(k)
-                    if hit is None:
-                        hit = keys[k] = bool(_SECRET_KEY.match(k) or _PWD_KEY.match(k))
-                    if hit and not named and secret_value(k, v):
-                        named = True
                 if t is str:
                     add(v)
                 elif t in _CONTAINERS:
@@ -267,6 +268,7 @@ def _walk(value: Any, keys: dict[Any, bool]) -> tuple[list[str], bool]:
                     add(v)
                 elif t in _CONTAINERS:
                     push(v)
+    strings.extend(k for k in keys if type(k) is str)
     return strings, named
 
 
@@ -340,7 +342,7 @@ def redact(value: Any, extra: RuleSet | None = None) -> Any:
         return redact_text(value, extra)
     if type(value) not in _CONTAINERS:
         return value
-    strings, named = _walk(value, {})
+    strings, named = _walk(value)
     if not (named or _hit(strings, BUILTIN) or (extra is not None and _hit(strings, extra))):
         return value
     return _Masker(extra).rebuild(value)

@@ -300,10 +300,11 @@ class Engine:
     ) -> Outcome:
         """Compile if needed, then call ``entry(*args)``. Never raises for script faults."""
         start = _monotonic()
+        # Handed over first: a payload that never enters Starlark needs no depth check.
+        args, handle = _hand_over(kind, entry, source, args)
         deep = _deep_args(args, kind, ctx, filename, start)
         if deep is not None:
             return deep
-        args, handle = _hand_over(kind, entry, source, args)
         outer = ctx.deadline
         if timeout_ms > 0:
             deadline = start + timeout_ms * 0.001
