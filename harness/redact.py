@@ -212,6 +212,52 @@ def rule_set(extra: tuple[Rule, ...]) -> RuleSet | None:
     return RuleSet.build(extra, joined=_joinable(extra)) if extra else None
 
 
+def frozen_spec(spec: Any) -> Any:
+    """A rules list as nested tuples (hashable: the cache key of its compiled set)."""
+    if isinstance(spec, (list, tuple)):
+        return tuple(frozen_spec(x) for x in spec)
+    return spec
+
+
+@lru_cache(maxsize=64)
+def _compiled_spec(spec: Any, where: str) -> RuleSet | None:
+    return rule_set(extra_rules(spec, where))
+
+
+def compiled_extra(spec: Any, where: str = "rules") -> RuleSet | None:
+    """The compiled set of a user's extra rules (once per process per list); RuleError
+    for a list that is not patterns or [pattern, replacement] pairs."""
+    if spec is None or spec == [] or spec == ():
+        return None
+    try:
+        return _compiled_spec(frozen_spec(spec), where)
+    except TypeError:  # unhashable: not a list of strings or pairs
+        raise RuleError(
+            f"{where} must be a list of pattern strings or [pattern, replacement] pairs, "
+            f"got {spec!r:.80}"
+        ) from None
+
+
+# The key of a ``modify()`` payload that asks the hook chain to redact the payload
+# itself (a passthrough hook's ``modify(redact(payload, ...))``, runtime/reach.py):
+# {"rules": [...], "keys": [...] or None}. It only ever masks.
+REDACT_REQUEST = "__harness_redact__"
+
+
+def apply_request(payload: Any, request: Any) -> dict[str, Any]:
+    """The changes a redaction request makes to ``payload`` (see REDACT_REQUEST)."""
+    if not isinstance(request, dict) or not isinstance(payload, dict):
+        raise RuleError(f"{REDACT_REQUEST} must be a dict of rules and keys")
+    extra = compiled_extra(request.get("rules"), "redact(): rules")
+    keys = request.get("keys")
+    if keys is None:
+        masked = redact(payload, extra)
+        return {k: v for k, v in masked.items() if k not in payload or payload[k] is not v}
+    if not isinstance(keys, (list, tuple)) or not all(isinstance(k, str) for k in keys):
+        raise RuleError(f"redact(): keys must be a list of strings, got {keys!r:.80}")
+    return redact_keys(payload, keys, extra)
+
+
 def redact_text(text: str, extra: RuleSet | None = None) -> str:
     text = BUILTIN.apply(text)
     return extra.apply(text) if extra is not None else text

@@ -22,6 +22,7 @@ import starlark as sl
 from harness import surface
 from harness.errors import BuiltinError
 from harness.hotpath import tuple_maker
+from harness.redact import REDACT_REQUEST
 from harness.runtime import crossing, nesting, prewarm
 from harness.runtime.builtins.calls import rename_calls
 from harness.runtime.cancel import CANCELLED
@@ -357,9 +358,12 @@ def _hand_over(
 
 
 def _unwrap(decision: Any) -> Any:
-    """A decision with the payload ``redact()`` handed back as a handle made plain."""
+    """A decision carrying ``redact()``'s handle made plain: ``modify({REDACT_REQUEST:
+    request})``, which the hook chain applies to the payload (hooks.py)."""
     if type(decision) is dict and type(decision.get("payload")) is Passthrough:
-        return {**decision, "payload": decision["payload"].value}
+        request = decision["payload"].value
+        plain = request.plain() if hasattr(request, "plain") else {"rules": [], "keys": []}
+        return {**decision, "payload": {REDACT_REQUEST: plain}}
     return decision
 
 

@@ -61,8 +61,8 @@ def hook_inputs(script: str, entry: str = "handle") -> HookInputs:
     params = _params(toks, entry)
     if params is None or params[0] == params[1]:
         return _ALL
-    if passthrough(script, entry):  # only redact() reads it: the keys it names
-        return HookInputs(True, _redact_keys(toks))
+    if passthrough(script, entry):  # only redact() uses it, in the caller: never sent
+        return HookInputs(True, frozenset())
     event_param, param = params
     keys: set[str] = set()
     declared = False
@@ -188,61 +188,17 @@ def noargs_source(script: str) -> str | None:
 class Passthrough:
     """A value a hook can only pass on (see :func:`passthrough`), held in Python.
 
-    Inside Starlark it is an opaque object; ``redact()`` reads it and answers with
-    another, and the engine unwraps the ``modify()`` decision that carries it."""
+    Inside Starlark it is an opaque object. The payload of a passthrough hook is not
+    sent at all (the handle holds nothing): ``redact()`` answers with a handle to the
+    request (its rules and keys), the engine turns the ``modify()`` decision carrying
+    it into ``modify({REDACT_REQUEST: ...})``, and the hook chain applies it to the
+    payload where the payload is (hooks.py): a large result is neither copied into
+    Starlark nor sent to a worker process."""
 
     __slots__ = ("value",)
 
     def __init__(self, value: object) -> None:
         self.value = value
-
-
-def _redact_keys(toks: list[tokenize.TokenInfo]) -> frozenset[str] | None:
-    """The union of the literal ``keys = ["a", ...]`` lists of every ``redact(`` call in
-    a passthrough script; None (every key) when a call has none or another form."""
-    keys: set[str] = set()
-    for i, tok in enumerate(toks):
-        if tok.string != "redact" or tok.type != tokenize.NAME:
-            continue
-        depth, j, found = 0, i + 1, None
-        while j < len(toks):
-            t = toks[j].string
-            depth += t in "([{" and toks[j].type == tokenize.OP
-            depth -= t in ")]}" and toks[j].type == tokenize.OP
-            if depth == 0:
-                break
-            if depth == 1 and t == "keys" and j + 1 < len(toks) and toks[j + 1].string == "=":
-                found = _literal_list(toks, j + 2)
-                if found is None:
-                    return None
-            j += 1
-        if found is None:
-            return None
-        keys |= found
-    return frozenset(keys) or None
-
-
-def _literal_list(toks: list[tokenize.TokenInfo], i: int) -> set[str] | None:
-    """The strings of a literal list ``["a", "b"]`` starting at token ``i``, else None."""
-    if i >= len(toks) or toks[i].string != "[":
-        return None
-    out: set[str] = set()
-    i += 1
-    while i < len(toks) and toks[i].string != "]":
-        tok = toks[i]
-        if tok.type != tokenize.STRING:
-            return None
-        try:
-            value = ast.literal_eval(tok.string)
-        except (ValueError, SyntaxError):
-            return None
-        if not isinstance(value, str):
-            return None
-        out.add(value)
-        i += 1
-        if i < len(toks) and toks[i].string == ",":
-            i += 1
-    return out if i < len(toks) else None
 
 
 def hand_over(value: object) -> object:

@@ -257,14 +257,23 @@ def test_the_audit_and_the_hook_share_one_rule_set() -> None:
     assert passthrough(hook.split("script: |\n", 1)[1].split("\n---\n", 1)[0])
 
 
-def test_a_handed_over_payload_carries_only_the_keys_redact_names() -> None:
-    def keys(script: str) -> object:
-        return hook_inputs("def handle(e, p):\n    return " + script + "\n").keys
+def test_a_handed_over_payload_is_not_sent_to_the_script() -> None:
+    """The hook chain applies the request where the payload is; the script gets none
+    of it (so none is copied into Starlark or sent to a worker)."""
+    script = 'def handle(e, p):\n    return modify(redact(p, keys = ["result"], rules = []))\n'
+    assert hook_inputs(script).keys == frozenset()
+    assert hook_inputs("def handle(e, p):\n    return modify(p)\n").keys is None
 
-    assert keys('modify(redact(p, keys = ["result", "error"], rules = []))') == {"result", "error"}
-    assert keys("modify(redact(p))") is None
-    assert keys("modify(redact(p, keys = K))") is None
-    assert keys('modify(redact(p, keys = ["a", x]))') is None
+
+def test_a_forged_redaction_request_can_only_mask(h: harness.Harness, tmp_path: Path) -> None:
+    """A script that returns the chain's internal request itself gets what redact()
+    gives: the values masked, nothing else."""
+    from harness.redact import REDACT_REQUEST, apply_request
+
+    payload = {"result": {"k": f"x {ANT}"}, "error": None, "name": "t"}
+    changes = apply_request(payload, {"rules": [], "keys": ["result", "name"]})
+    assert changes == {"result": {"k": f"x {M}"}}
+    assert REDACT_REQUEST == "__harness_redact__"
 
 
 @pytest.mark.parametrize(

@@ -6,46 +6,23 @@ The rules are harness/redact.py's (the audit trail's), compiled once per process
 something masked: ``modify(redact(payload, keys=["result", "error"]))`` changes
 exactly what needed masking.
 
-A hook whose payload is only ever passed as ``modify(redact(payload, ...))`` gets its
-payload as a handle (runtime/reach.py: ``passthrough``): the script cannot observe the
-difference, and a large result never crosses into Starlark and back.
+A hook whose payload is only ever passed as ``modify(redact(payload, ...))`` gets a
+handle instead of its payload (runtime/reach.py: ``passthrough``): the script cannot
+observe the difference. ``redact()`` on the handle checks its arguments and answers
+with a handle to the request, which the hook chain applies to the payload where the
+payload is: a large result never crosses into Starlark, nor to a worker process.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from harness.errors import BuiltinError
-from harness.redact import RuleError, RuleSet, extra_rules, redact, redact_keys, rule_set
+from harness.redact import RuleError, compiled_extra, frozen_spec, redact, redact_keys
 from harness.runtime.context import CallContext
 from harness.runtime.reach import Passthrough, hand_over
 
-
-def _frozen(spec: Any) -> Any:
-    if isinstance(spec, list):
-        return tuple(_frozen(x) for x in spec)
-    return spec
-
-
-@lru_cache(maxsize=64)
-def _compiled(spec: Any) -> RuleSet | None:
-    try:
-        return rule_set(extra_rules(spec, "redact(): rules"))
-    except RuleError as exc:
-        raise BuiltinError(str(exc)) from None
-
-
-def _extra(rules: Any) -> RuleSet | None:
-    if rules is None or rules == []:
-        return None
-    try:
-        return _compiled(_frozen(rules))
-    except TypeError:  # unhashable: not a list of strings or pairs
-        raise BuiltinError(
-            "redact(): rules must be a list of pattern strings or [pattern, replacement] "
-            f"pairs, got {rules!r:.80}"
-        ) from None
+WHERE = "redact(): rules"
 
 
 def _keys(keys: Any) -> tuple[str, ...]:
@@ -55,19 +32,36 @@ def _keys(keys: Any) -> tuple[str, ...]:
 
 
 def redact_builtin(ctx: CallContext, value: Any, rules: Any = None, keys: Any = None) -> Any:
-    extra = _extra(rules)
-    handle = type(value) is Passthrough
-    target = value.value if handle else value
-    if keys is None:
-        out = redact(target, extra)
-    else:
-        names = _keys(keys)
-        if not isinstance(target, dict):
-            raise BuiltinError(
-                f"redact(): with keys, value must be a dict, got {type(target).__name__}"
-            )
-        out = redact_keys(target, names, extra)
-    return hand_over(out) if handle else out
+    try:
+        extra = compiled_extra(rules, WHERE)
+    except RuleError as exc:
+        raise BuiltinError(str(exc)) from None
+    names = None if keys is None else _keys(keys)
+    if type(value) is Passthrough:  # the hook's payload: redacted by the hook chain
+        spec = frozen_spec(rules) if rules else ()
+        return hand_over(Request(spec, names))
+    if names is None:
+        return redact(value, extra)
+    if not isinstance(value, dict):
+        raise BuiltinError(f"redact(): with keys, value must be a dict, got {type(value).__name__}")
+    return redact_keys(value, names, extra)
+
+
+class Request:
+    """What ``redact(payload, rules, keys)`` asked for, on a handed-over payload."""
+
+    __slots__ = ("rules", "keys")
+
+    def __init__(self, rules: Any, keys: tuple[str, ...] | None) -> None:
+        self.rules, self.keys = rules, keys
+
+    def plain(self) -> dict[str, Any]:
+        """The request as JSON-compatible data (it crosses from a worker process)."""
+        return {"rules": _lists(self.rules), "keys": None if self.keys is None else list(self.keys)}
+
+
+def _lists(spec: Any) -> Any:
+    return [_lists(x) for x in spec] if isinstance(spec, tuple) else spec
 
 
 FUNCTIONS = {"redact": redact_builtin}
