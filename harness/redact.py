@@ -11,9 +11,11 @@ strings (and object keys) are scanned together, joined by newlines, in one pass 
 the set. Only when a rule hits does the walk run again to rebuild the value, masking
 each string with the rules that hit it; a value with nothing to mask is returned as
 it is (the same object). A newline is what the end of a string looks like to every
-built-in rule (``\\b``, ``[^\\s...]``), so the joined scan misses nothing a string
-scanned alone would hit; extra rules (which may anchor ``^``/``$``) are scanned per
-string.
+built-in rule (``\\b``, ``[^\\s...]``; a key block cut at the end of its string still
+runs to the end of the joined text), so the joined scan misses nothing a string
+scanned alone would hit. A user's extra rules are scanned the same way, unless one
+anchors at the start or end of the text (``^``, ``$``, ``\\A``, ``\\z``): then string
+by string.
 """
 
 from __future__ import annotations

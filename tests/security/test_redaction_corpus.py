@@ -296,3 +296,18 @@ def test_only_a_payload_the_script_cannot_observe_is_handed_over(
     script: str, expected: bool
 ) -> None:
     assert passthrough(script) is expected
+
+
+def test_the_joined_scan_misses_nothing_a_string_alone_would_hit() -> None:
+    """Strings are scanned joined by newlines; anchored extra rules string by string."""
+    from harness.redact import compiled_extra
+
+    cut_key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow"
+    assert redact(["a", cut_key, "b"]) == ["a", M, "b"]
+    assert redact({"x": ["tail", f"{XOXB}"]}) == {"x": ["tail", M]}
+    anchored = compiled_extra(["^internal-[0-9]+$"])
+    assert anchored is not None and not anchored.joined
+    assert redact(["a", "internal-42", "b"], anchored) == ["a", M, "b"]
+    free = compiled_extra(["internal-[0-9]+"])
+    assert free is not None and free.joined
+    assert redact(["a", "x internal-42 y"], free) == ["a", f"x {M} y"]
