@@ -25,14 +25,23 @@ the per-round ratio's median):
   (``pattern: "**/*.py"``, ``max_entries: 5000``).
 
 ``search_files``/``list_files`` run end to end through ``harness.load(...).call`` with
-process isolation (the default: the script runs in a worker process) and in-process.
+process isolation (the default: the script runs in a worker process) and in-process,
+each without hooks and with the starter pack's hooks (``command_guard``,
+``secret_redactor``: what ``harness init`` installs, so what users run). The starter
+hooks' cost on each call is printed too: the per-round difference with and without
+them, against the call's own time without them (issue 26: under 20%).
+
+``--pattern`` sets the common pattern of the 1000-match case (default ``import``;
+issue 26 measured ``"def test_"``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -44,6 +53,8 @@ from pathlib import Path
 
 import harness
 from harness.config import Config
+from harness.hooks import HookChain
+from harness.output import render
 from harness.runtime import jail as jail_mod
 from harness.runtime.builtins import fs
 from harness.runtime.context import CallContext
@@ -92,6 +103,15 @@ node_modules/
 """
 NO_MATCH = r"zq[xy]jv_never_\w+\("
 COMMON = "import"
+HOOKED = " + starter hooks"
+
+
+def install_hooks(project: Path) -> None:
+    """The starter pack's hooks into ``project/.harness/hooks`` (as ``harness init``)."""
+    for rel, text in starter_files().items():
+        if rel.startswith(".harness/hooks/"):
+            (project / rel).parent.mkdir(parents=True, exist_ok=True)
+            (project / rel).write_text(text)
 
 
 def build(cache: Path) -> Path:
@@ -150,6 +170,7 @@ def measure(cases: dict[str, Callable[[], object]], rounds: int) -> dict[str, li
 
 
 def report(title: str, times: dict[str, list[float]], baselines: int = 1) -> None:
+    """Medians and per-round ratios, then the starter hooks' cost per tool call."""
     labels = list(times)
     print(f"\n{title}" + "".join(f"   (ratio {i + 1}: to {labels[i]})" for i in range(baselines)))
     for label, ts in times.items():
@@ -157,14 +178,116 @@ def report(title: str, times: dict[str, list[float]], baselines: int = 1) -> Non
             f"  {statistics.median(t / b for t, b in zip(ts, times[labels[i]], strict=True)):6.2f}x"
             for i in range(baselines)
         )
-        print(f"  {label:<44} {statistics.median(ts) * 1000:8.1f} ms{ratios}")
+        print(f"  {label:<62} {statistics.median(ts) * 1000:8.1f} ms{ratios}")
+    pairs = [(k, k + HOOKED) for k in labels if k + HOOKED in times]
+    if pairs:
+        hook_cost(times, pairs)
+
+
+def hook_cost(times: dict[str, list[float]], pairs: list[tuple[str, str]]) -> None:
+    """The starter hooks' cost per call: per-round (with - without), and its share of
+    the call's own time (without hooks)."""
+    print("  starter hooks' cost (per-round difference, median; share of the call without)")
+    for plain, hooked in pairs:
+        diffs = [h - p for p, h in zip(times[plain], times[hooked], strict=True)]
+        shares = [d / p for d, p in zip(diffs, times[plain], strict=True)]
+        print(
+            f"    {plain:<58} {statistics.median(diffs) * 1000:+8.1f} ms"
+            f"  {statistics.median(shares) * 100:+6.1f}%"
+        )
+
+
+def post_step(
+    h: harness.Harness, name: str, arguments: dict[str, object], value: object, config: Config
+) -> Callable[[], object]:
+    """The tool.post step of ``h`` on ``value``, as the pipeline runs it."""
+    chain: HookChain = h.hook_chain
+
+    def post() -> object:
+        payload = {
+            "id": "c1",
+            "call_id": "c1",
+            "name": name,
+            "arguments": arguments,
+            "session": "s",
+            "result": value,
+            "content": render(value),
+            "is_error": False,
+            "error": None,
+            "duration_ms": 1.0,
+        }
+        out = chain.run("tool.post", payload, h.runtime, lambda hook: CallContext(config=config))
+        assert out.blocked_by is None and out.payload is payload, out
+        return out
+
+    return post
+
+
+def post_hook_alone(hs: dict[str, harness.Harness], project: Path, rounds: int) -> None:
+    """The tool.post step alone (the starter hooks on the very payload the pipeline
+    builds: the result and its rendered text), against the call without hooks, in the
+    same rounds: the hooks' share of the tool's own time without the noise of a
+    difference of two end-to-end timings."""
+    cases = [
+        (
+            "search_files",
+            {"pattern": COMMON, "max_matches": 1000, "order": "walk"},
+            "search_files order walk, 1000 matches",
+        ),
+        ("list_files", {"pattern": "**/*.py", "max_entries": 5000}, "list_files **/*.py"),
+    ]
+    print(
+        "\nthe tool.post step alone (starter hooks) against the tool call without hooks "
+        "(medians of per-round shares)"
+    )
+    for name, arguments, shown in cases:
+        for iso in ("process", "inprocess"):
+            plain, hooked = hs[iso], hs[iso + "+hooks"]
+            value = plain.call(name, arguments).value
+            config = Config(root=project, workspace=project / "tree")
+
+            post = post_step(hooked, name, arguments, value, config)
+            tool = functools.partial(plain.call, name, arguments)
+            wall, cpu = measure_both({"tool": tool, "post": post}, rounds)
+            line = f"  {shown} ({iso}):"
+            for what, times in (("wall", wall), ("CPU of this process", cpu)):
+                if what != "wall" and iso != "inprocess":
+                    continue  # the worker's CPU time is not this process's
+                shares = [b / a for a, b in zip(times["tool"], times["post"], strict=True)]
+                line += (
+                    f" {what}: tool {statistics.median(times['tool']) * 1000:.1f} ms,"
+                    f" tool.post {statistics.median(times['post']) * 1000:.2f} ms ="
+                    f" {statistics.median(shares) * 100:.1f}%;"
+                )
+            print(line.rstrip(";"))
+
+
+def measure_both(
+    cases: dict[str, Callable[[], object]], rounds: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Like :func:`measure`, in wall time and in this process's CPU time (which the
+    load of other processes on the machine does not inflate)."""
+    for fn in cases.values():
+        fn()
+    wall: dict[str, list[float]] = {k: [] for k in cases}
+    cpu: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(rounds):
+        for label, fn in cases.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            cpu[label].append(time.process_time() - c0)
+            wall[label].append(time.perf_counter() - t0)
+    return wall, cpu
 
 
 def main() -> None:
+    global COMMON
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "harness-bench")
+    ap.add_argument("--pattern", default=COMMON, help="the 1000-match pattern (default import)")
     args = ap.parse_args()
+    COMMON = args.pattern
     project = build(args.cache)
     tree = project / "tree"
     count = subprocess.run(
@@ -182,11 +305,18 @@ def main() -> None:
 
     with contextlib.ExitStack() as stack:
         hs = {}
-        for iso in ("process", "inprocess"):
-            (project / "harness.md").write_text(
-                f"---\nworkspace: tree\nruntime: {{isolation: {iso}}}\n---\n"
-            )
-            hs[iso] = stack.enter_context(harness.load(project))
+        # Loaded without hooks first, then with the starter hooks (a load reads the
+        # project once: the first two never see the hooks added after them).
+        for hooks in ("", "+hooks"):
+            if hooks:
+                install_hooks(project)
+            for iso in ("process", "inprocess"):
+                (project / "harness.md").write_text(
+                    f"---\nworkspace: tree\nruntime: {{isolation: {iso}}}\n---\n"
+                )
+                hs[iso + hooks] = stack.enter_context(harness.load(project))
+        assert [h.name for h in hs["process+hooks"].hooks] == ["command_guard", "secret_redactor"]
+        assert not hs["process"].hooks
 
         def tool(iso: str, name: str, arguments: dict[str, object]) -> Callable[[], object]:
             def call() -> object:
@@ -196,6 +326,16 @@ def main() -> None:
                 return res
 
             return call
+
+        def tools(
+            name: str, arguments: dict[str, object], how: str = ""
+        ) -> dict[str, Callable[[], object]]:
+            """The tool in both isolations, without and with the starter hooks."""
+            out = {}
+            for iso, shown in (("process", "process isolation"), ("inprocess", "in-process")):
+                out[f"{name} {how}({shown})"] = tool(iso, name, arguments)
+                out[f"{name} {how}({shown}){HOOKED}"] = tool(iso + "+hooks", name, arguments)
+            return out
 
         # sanity: same answers as the baselines
         assert fs.grep(ctx, NO_MATCH, max_matches=10000) == []
@@ -216,12 +356,7 @@ def main() -> None:
                 {
                     "grep -rnE": shell(f"grep -rnE '{NO_MATCH}' tree", project),
                     "fs.grep": lambda: fs.grep(ctx, NO_MATCH, max_matches=10000),
-                    "search_files (process isolation)": tool(
-                        "process", "search_files", {"pattern": NO_MATCH}
-                    ),
-                    "search_files (in-process)": tool(
-                        "inprocess", "search_files", {"pattern": NO_MATCH}
-                    ),
+                    **tools("search_files", {"pattern": NO_MATCH}),
                 },
                 args.rounds,
             ),
@@ -234,7 +369,7 @@ def main() -> None:
             text=True,
         ).stdout.split()
         listed = [f for f in listed if "/." not in f]  # harness skips hidden files
-        ordered = ["sh", "-c", f'grep -n {COMMON} "$@" | head -1000', "sh", *listed]
+        ordered = ["sh", "-c", f'grep -n {shlex.quote(COMMON)} "$@" | head -1000', "sh", *listed]
 
         def in_order() -> object:
             return subprocess.run(
@@ -247,7 +382,7 @@ def main() -> None:
 
         walked = fs.grep(ctx, COMMON, max_matches=1000, order="walk")
         head = subprocess.run(
-            f"grep -rn {COMMON} tree | head -1000",
+            f"grep -rn {shlex.quote(COMMON)} tree | head -1000",
             shell=True,
             cwd=project,
             capture_output=True,
@@ -268,29 +403,19 @@ def main() -> None:
             measure(
                 {
                     "grep -rn | head -1000 (directory order)": shell(
-                        f"grep -rn {COMMON} tree | head -1000", project
+                        f"grep -rn {shlex.quote(COMMON)} tree | head -1000", project
                     ),
                     "grep -n FILES in path order | head -1000": in_order,
                     'fs.grep order="walk"': lambda: fs.grep(
                         ctx, COMMON, max_matches=1000, order="walk"
                     ),
-                    "search_files order walk (process isolation)": tool(
-                        "process",
+                    **tools(
                         "search_files",
                         {"pattern": COMMON, "max_matches": 1000, "order": "walk"},
-                    ),
-                    "search_files order walk (in-process)": tool(
-                        "inprocess",
-                        "search_files",
-                        {"pattern": COMMON, "max_matches": 1000, "order": "walk"},
+                        "order walk ",
                     ),
                     "fs.grep": lambda: fs.grep(ctx, COMMON, max_matches=1000),
-                    "search_files (process isolation)": tool(
-                        "process", "search_files", {"pattern": COMMON, "max_matches": 1000}
-                    ),
-                    "search_files (in-process)": tool(
-                        "inprocess", "search_files", {"pattern": COMMON, "max_matches": 1000}
-                    ),
+                    **tools("search_files", {"pattern": COMMON, "max_matches": 1000}),
                 },
                 args.rounds,
             ),
@@ -302,16 +427,12 @@ def main() -> None:
                 {
                     "find -name '*.py'": shell("find tree -name '*.py'", project),
                     "fs.glob": lambda: fs.glob(ctx, "**/*.py"),
-                    "list_files (process isolation)": tool(
-                        "process", "list_files", {"pattern": "**/*.py", "max_entries": 5000}
-                    ),
-                    "list_files (in-process)": tool(
-                        "inprocess", "list_files", {"pattern": "**/*.py", "max_entries": 5000}
-                    ),
+                    **tools("list_files", {"pattern": "**/*.py", "max_entries": 5000}),
                 },
                 args.rounds,
             ),
         )
+        post_hook_alone(hs, project, args.rounds)
     jail_mod.clear_jails()
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 

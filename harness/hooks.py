@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from harness.artifacts.model import HookSpec, hook_order
 from harness.events import ALIASES, EVENTS
 from harness.hotpath import tuple_maker
+from harness.redact import REDACT_REQUEST, RuleError, apply_request
 from harness.runtime.context import CallContext, Outcome, ScriptRuntime
 from harness.runtime.reach import UNUSED, hook_inputs
 from harness.runtime.when import FALLBACK_ERRORS, NO_ANSWER, Fn, compile_when
@@ -306,13 +307,27 @@ def _run_one(  # noqa: C901
     if action == "block":
         return "block", reason or "no reason given", current, out.duration_ms
     if action == "modify":
+        if REDACT_REQUEST in new:  # modify(redact(payload, ...)) of a handed-over payload
+            new = _redacted(current, new)
         merged = _merge(event, current, new)
+        if merged is current:  # a modify that changes nothing is an allow
+            return "allow", "", current, out.duration_ms
         if recheck is not None:
             problem = recheck(merged)
             if problem:
                 raise HookFailure(problem)
         return "modify", "", merged, out.duration_ms
     return "allow", "", current, out.duration_ms
+
+
+def _redacted(current: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The changes of a redaction request (runtime/builtins/redaction.py), applied to
+    the payload here: a hook never needs a copy of a large result to redact it."""
+    try:
+        changes = apply_request(dict(current), new[REDACT_REQUEST])
+    except RuleError as exc:
+        raise HookFailure(str(exc)) from None
+    return {**{k: v for k, v in new.items() if k != REDACT_REQUEST}, **changes}
 
 
 def _fail(out: Outcome, hook: HookSpec, prefix: str) -> None:

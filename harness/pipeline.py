@@ -265,7 +265,12 @@ def post_hooks(
     is_error = error is not None
     # "call_id" and "content" (the text the model is given, before the output cap)
     # are the keys ai-harness post-hooks read.
-    content = error if is_error else render(value)
+    if is_error:
+        content = error
+    else:
+        text = render(value)
+        c.rendered = (value, text)
+        content = text
     post = chain.run(
         "tool.post",
         {
@@ -317,7 +322,13 @@ def finish(
     as its text, capped with the full text spilled (output.py); a blocked call carries
     no value. Recorded when the session audits."""
     is_error = error is not None
-    text = error if error is not None else render(value)
+    seen = c.rendered
+    if error is not None:
+        text = error
+    elif seen is not None and seen[0] is value:
+        text = seen[1]  # the hooks kept the value they were shown rendered
+    else:
+        text = render(value)
     max_bytes = c.reg.config.limits.max_output_bytes
     ref = None
     # len() first: a text of at most max_bytes / 4 characters cannot be over the cap
@@ -393,6 +404,7 @@ class Call:
         "plan",
         "exec_ms",
         "notes",
+        "rendered",
     )
 
     def __init__(self, call: ToolCall, reg: Registry, env: CallEnv) -> None:
@@ -401,6 +413,9 @@ class Call:
         self.auditing = env.auditing
         self.ctx: CallContext | None = None
         self.notes: tuple[str, ...] = ()  # remarks for the model (unknown argument names)
+        # (value, its text) rendered for the tool.post hooks: finish() reuses the text
+        # when the hooks left that very value in place.
+        self.rendered: tuple[Any, str] | None = None
         # set by the steps: plan (resolve), exec_ms (execute)
         self.plan: ToolPlan
         self.exec_ms: float

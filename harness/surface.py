@@ -82,8 +82,8 @@ HOOK_FUNCTIONS = ("allow", "block", "modify")
 # Top-level built-in functions (runtime/builtins/calls.py), per kind of script. ``emit``
 # fires hooks, so hooks do not get it (an emit can never nest).
 TOP_FUNCTIONS: dict[str, tuple[str, ...]] = {
-    "tool": ("log", "emit", "assert", "sleep"),
-    "hook": ("log", "assert", "sleep"),
+    "tool": ("log", "emit", "assert", "sleep", "redact"),
+    "hook": ("log", "assert", "sleep", "redact"),
     "when": (),
 }
 # Calls the runtime renames before parsing: ``log`` is also a module (``log.info``) and

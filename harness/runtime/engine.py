@@ -22,11 +22,19 @@ import starlark as sl
 from harness import surface
 from harness.errors import BuiltinError
 from harness.hotpath import tuple_maker
+from harness.redact import REDACT_REQUEST
 from harness.runtime import crossing, nesting, prewarm
 from harness.runtime.builtins.calls import rename_calls
 from harness.runtime.cancel import CANCELLED
 from harness.runtime.context import CallContext, Outcome
-from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
+from harness.runtime.reach import (
+    NOARGS_ENTRY,
+    UNUSED,
+    Passthrough,
+    hand_over,
+    noargs_source,
+    passthrough,
+)
 from harness.runtime.when import when_source
 
 MAX_CALLSTACK = 64
@@ -43,6 +51,7 @@ _FAMILIES = (
     "calls",
     "fs_lines",
     "clock",
+    "redaction",
 )  # clock after text: its time.now wins
 
 _ctx: contextvars.ContextVar[CallContext] = contextvars.ContextVar("harness_call_ctx")
@@ -84,7 +93,7 @@ def block(reason = ""):
     return {"action": "block", "reason": reason}
 
 def modify(payload):
-    if type(payload) != "dict":
+    if type(payload) != "dict" and type(payload) != "opaque_python_object":
         fail("modify() takes a dict payload, got " + type(payload))
     return {"action": "modify", "payload": payload}
 """
@@ -292,6 +301,8 @@ class Engine:
     ) -> Outcome:
         """Compile if needed, then call ``entry(*args)``. Never raises for script faults."""
         start = _monotonic()
+        # Handed over first: a payload that never enters Starlark needs no depth check.
+        args, handle = _hand_over(kind, entry, source, args)
         deep = _deep_args(args, kind, ctx, filename, start)
         if deep is not None:
             return deep
@@ -330,9 +341,30 @@ class Engine:
         finally:
             _ctx_reset(token)
             ctx.deadline = outer
+        value = _unwrap(value) if handle else value
         if type(value) in _NESTED:
             return _result(value, kind, ctx, filename, start)
         return _outcome(("ok", value, None, (_monotonic() - start) * 1000.0))
+
+
+def _hand_over(
+    kind: str, entry: str, source: str, args: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], bool]:
+    """(arguments, handed over): a hook that can only pass its payload to redact()
+    (runtime/reach.py) gets it as a handle, which never crosses into Starlark."""
+    if kind == "hook" and entry == _HOOK_ENTRY and passthrough(source):
+        return (args[0], hand_over(args[1])), True
+    return args, False
+
+
+def _unwrap(decision: Any) -> Any:
+    """A decision carrying ``redact()``'s handle made plain: ``modify({REDACT_REQUEST:
+    request})``, which the hook chain applies to the payload (hooks.py)."""
+    if type(decision) is dict and type(decision.get("payload")) is Passthrough:
+        request = decision["payload"].value
+        plain = request.plain() if hasattr(request, "plain") else {"rules": [], "keys": []}
+        return {**decision, "payload": {REDACT_REQUEST: plain}}
+    return decision
 
 
 def _deep_args(

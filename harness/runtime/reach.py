@@ -19,6 +19,8 @@ import tokenize
 from functools import lru_cache
 from typing import NamedTuple
 
+import starlark as sl
+
 _SKIP = frozenset(
     {
         tokenize.NL,
@@ -59,6 +61,8 @@ def hook_inputs(script: str, entry: str = "handle") -> HookInputs:
     params = _params(toks, entry)
     if params is None or params[0] == params[1]:
         return _ALL
+    if passthrough(script, entry):  # only redact() uses it, in the caller: never sent
+        return HookInputs(True, frozenset())
     event_param, param = params
     keys: set[str] = set()
     declared = False
@@ -176,3 +180,68 @@ def noargs_source(script: str) -> str | None:
     if NOARGS_ENTRY in script:
         return None
     return script.rstrip("\n") + "\n" + _NOARGS_SOURCE
+
+
+# -- payloads handed over as a handle -----------------------------------------------------
+
+
+class Passthrough:
+    """A value a hook can only pass on (see :func:`passthrough`), held in Python.
+
+    Inside Starlark it is an opaque object. The payload of a passthrough hook is not
+    sent at all (the handle holds nothing): ``redact()`` answers with a handle to the
+    request (its rules and keys), the engine turns the ``modify()`` decision carrying
+    it into ``modify({REDACT_REQUEST: ...})``, and the hook chain applies it to the
+    payload where the payload is (hooks.py): a large result is neither copied into
+    Starlark nor sent to a worker process."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def hand_over(value: object) -> object:
+    """``value`` as Starlark sees a handed-over payload: an opaque object."""
+    return sl.OpaquePythonObject(Passthrough(value))
+
+
+_PASS_CALL = ("modify", "(", "redact", "(")
+
+
+@lru_cache(maxsize=1024)
+def passthrough(script: str, entry: str = "handle") -> bool:
+    """Whether ``entry(event, payload)`` uses its payload only as
+    ``modify(redact(payload, ...))``, with ``modify`` and ``redact`` never rebound:
+    then the script cannot observe the payload, only pass it to the built-in."""
+    try:
+        toks = [
+            t for t in tokenize.generate_tokens(io.StringIO(script).readline) if t.type not in _SKIP
+        ]
+    except (tokenize.TokenError, SyntaxError, IndentationError, ValueError):
+        return False
+    params = _params(toks, entry)
+    if params is None or params[0] == params[1]:
+        return False
+    param = params[1]
+    used = False
+    for i, tok in enumerate(toks):
+        if tok.type == tokenize.STRING and tok.string.lstrip("rRbBuU")[:1] not in "'\"":
+            return False  # an f-string could name the parameter inside
+        if tok.type != tokenize.NAME:
+            continue
+        after = toks[i + 1].string if i + 1 < len(toks) else ""
+        if tok.string in ("modify", "redact"):
+            before = toks[i - 1].string if i else ""
+            if after != "(" or before in (".", "def", "lambda", "for", ","):
+                return False  # rebound, passed around or shadowed: do not guess
+        elif tok.string == param and not _is_declaration(toks, i, entry):
+            if i > 0 and toks[i - 1].string == ".":
+                continue  # an attribute called like the parameter
+            if tuple(t.string for t in toks[max(i - 4, 0) : i]) != _PASS_CALL or after not in (
+                ",",
+                ")",
+            ):
+                return False
+            used = True
+    return used

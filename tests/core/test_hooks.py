@@ -288,6 +288,27 @@ def test_chain_order_is_fixed_at_load_and_stops_at_first_block() -> None:
     assert out.blocked_by == "a" and out.reason == "stop"
 
 
+def test_a_modify_that_changes_nothing_is_recorded_as_an_allow() -> None:
+    chain = HookChain([spec("same", 1), spec("empty", 2), spec("real", 3)])
+    rt = FakeRuntime(
+        {
+            "same": {"action": "modify", "payload": {"arguments": {"a": 1}}},
+            "empty": {"action": "modify", "payload": {}},
+            "real": {"action": "modify", "payload": {"arguments": {"a": 2}}},
+        }
+    )
+    seen: list[tuple[str, str]] = []
+    out = chain.run(
+        "tool.pre",
+        {"arguments": {"a": 1}},
+        rt,  # type: ignore[arg-type]
+        lambda h: CallContext(config=harness.Config()),
+        on_decision=lambda event, name, action, reason, took: seen.append((name, action)),
+    )
+    assert seen[:3] == [("same", "allow"), ("empty", "allow"), ("real", "modify")]
+    assert out.payload["arguments"] == {"a": 2}
+
+
 def test_session_events_run_their_hooks(make_harness: MakeHarness) -> None:
     h = make_harness(
         tools={
