@@ -323,6 +323,8 @@ def _run_one(  # noqa: C901
 
 def _fail(out: Outcome, hook: HookSpec, prefix: str) -> None:
     if out.status == "timeout":
+        if out.error and out.error.startswith("timed out: "):  # says why (memguard.py)
+            raise HookFailure(out.error)
         raise HookFailure(f"timed out after {hook.timeout_ms} ms")
     raise HookFailure(prefix + (out.error or out.status))
 
