@@ -27,7 +27,7 @@ from harness.runtime.builtins.calls import rename_calls
 from harness.runtime.cancel import CANCELLED
 from harness.runtime.context import CallContext, Outcome
 from harness.runtime.reach import NOARGS_ENTRY, UNUSED, noargs_source
-from harness.runtime.tracebacks import MAX_CALLSTACK, script_error_message
+from harness.runtime.tracebacks import AT, MAX_CALLSTACK, mark_log_calls, script_error_message
 from harness.runtime.when import when_source
 
 _FAMILIES = (
@@ -161,7 +161,25 @@ def _print(*args: Any, sep: str = " ", **_: Any) -> None:
     ctx = _ctx.get(None)
     text = sep.join(a if isinstance(a, str) else repr(a) for a in args)
     if ctx is not None and ctx.log is not None:
-        ctx.log("info", text, {"source": "print", "tool": ctx.tool})
+        fields = {"source": "print", "tool": ctx.tool}
+        if ctx.at:
+            fields["at"] = ctx.at
+        ctx.log("info", text, fields)
+
+
+class _At:
+    """``__harness_at(line)``: the file line of the print/log call about to run
+    (tracebacks.mark_log_calls); its record carries it as ``at``."""
+
+    __slots__ = ("filename",)
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+
+    def __call__(self, line: int) -> None:
+        ctx = _ctx.get(None)
+        if ctx is not None:
+            ctx.at = f"{self.filename}:{line}"
 
 
 class TooDeep(Exception):
@@ -273,7 +291,7 @@ class Engine:
         frozen = self._compiled.get(kind, source, filename, line)
         if frozen is not None:
             return frozen
-        padded = "\n" * max(line - 1, 0) + rename_calls(source)
+        padded = mark_log_calls("\n" * max(line - 1, 0) + rename_calls(source))
         deep = nesting.too_deep(padded)
         if deep is not None:  # the parser would overflow the native stack (SIGSEGV)
             raise TooDeep(
@@ -282,6 +300,7 @@ class Engine:
             )
         ast = sl.parse(filename, padded, self._dialect)
         module = self._new_module(kind)
+        module.add_callable(AT, _At(filename))
         sl.eval_with(self._options, module, ast, self._globals)
         wrapped = kind == "tool" and crossing.add_wrapper(module, self._dialect)
         frozen = module.freeze()

@@ -15,7 +15,10 @@ message naming the built-in and the range.
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
+from functools import lru_cache
 from typing import NamedTuple
 
 MAX_CALLSTACK = 64
@@ -64,8 +67,15 @@ def script_error_message(text: str, source: str | None = None, first_line: int =
 
 def _frames(text: str, source: str | None, first_line: int) -> list[Frame]:
     """The script's frames, outermost first (the built-in prelude and wrappers left out)."""
+    original = source.split("\n") if source is not None else []
+
+    def code(line: int, shown: str) -> str:
+        # The script's own line: the compiled one may carry print/log markers.
+        at = line - first_line
+        return original[at].strip() if 0 <= at < len(original) else shown.strip()
+
     frames = [
-        Frame(m["file"], int(m["line"]), m["fn"], m["code"].strip())
+        Frame(m["file"], int(m["line"]), m["fn"], code(int(m["line"]), m["code"]))
         for m in _FRAME.finditer(text)
         if not m["file"].startswith("<")
     ]
@@ -73,9 +83,9 @@ def _frames(text: str, source: str | None, first_line: int) -> list[Frame]:
     if span is not None and not span["file"].startswith("<"):
         where = (span["file"], int(span["line"]))
         if not frames or (frames[-1].file, frames[-1].line) != where:
-            code = _span_code(text, int(span["line"]))
-            fn = _enclosing(source, first_line, int(span["line"]))
-            frames.append(Frame(where[0], where[1], fn, code))
+            shown = code(where[1], _span_code(text, where[1]))
+            fn = _enclosing(source, first_line, where[1])
+            frames.append(Frame(where[0], where[1], fn, shown))
     return frames
 
 
@@ -129,3 +139,44 @@ def _span_text(text: str) -> str:
     start = len(m["carets"]) - len(m["carets"].lstrip())
     width = len(m["carets"].strip())
     return m["code"][start : start + width]
+
+
+AT = "__harness_at"  # bound per compiled module: records the file line of the next record
+_LOGGERS = ("print", "harness_log")
+_LOG_LEVELS = ("info", "warn", "error")
+_MAYBE = re.compile(r"\b(?:print|harness_log|log)\b")
+
+
+@lru_cache(maxsize=1024)
+def mark_log_calls(source: str) -> str:
+    """``source`` (lines numbered as in its file) with every ``print(``, ``log(`` (already
+    renamed ``harness_log(``) and ``log.info/warn/error(`` call marked with its line:
+    ``(__harness_at(N) or print)(...)``. ``__harness_at`` returns None, so the call is
+    the same; the record it makes carries ``at: file:N`` (``harness call -v``)."""
+    if _MAYBE.search(source) is None:
+        return source
+    try:
+        toks = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(source).readline)
+            if t.type not in (tokenize.NL, tokenize.COMMENT, tokenize.NEWLINE)
+            and t.type not in (tokenize.INDENT, tokenize.DEDENT)
+        ]
+    except (tokenize.TokenError, SyntaxError, IndentationError, ValueError):
+        return source
+    edits: list[tuple[int, int, int, str]] = []
+    for i, tok in enumerate(toks):
+        if tok.type != tokenize.NAME or (i and toks[i - 1].string == "."):
+            continue
+        nxt = [t.string for t in toks[i + 1 : i + 4]]
+        called = tok.string in _LOGGERS and nxt[:1] == ["("]
+        level = tok.string == "log" and len(nxt) == 3 and nxt[0] == "." and nxt[2] == "("
+        if called or (level and nxt[1] in _LOG_LEVELS):
+            (row, col), (_, end) = tok.start, tok.end
+            edits.append((row - 1, col, end, f"({AT}({row}) or {tok.string})"))
+    if not edits:
+        return source
+    lines = source.split("\n")
+    for row, col, end, new in reversed(edits):
+        lines[row] = lines[row][:col] + new + lines[row][end:]
+    return "\n".join(lines)
