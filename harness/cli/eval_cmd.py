@@ -138,8 +138,7 @@ def command(
             )
             rows.append(row)
             if record and (keep or not row.passed):
-                folder = _transcripts(runner.root, output)
-                click.echo(f"transcript: {_keep(folder, case.name, record)}", err=True)
+                _keep(_transcripts(runner.root, output), case.name, record, fmt, output)
     seconds = time.perf_counter() - start
     extra = [f"tokens used: {budget.spent}" + (f" of {budget.limit}" if budget.limit else "")]
     report = render(fmt, rows, seconds, [] if dry_run else extra, noun="eval")
@@ -160,8 +159,11 @@ def _transcripts(root: Path, output: Path | None) -> Path:
     return root / ".harness" / "state" / "evals"
 
 
-def _keep(folder: Path, name: str, record: dict[str, object]) -> Path:
-    """Write one case's transcript as FOLDER/<case-name>.json; its path."""
+def _keep(
+    folder: Path, name: str, record: dict[str, object], fmt: str, output: Path | None
+) -> Path:
+    """Write one case's transcript as FOLDER/<case-name>.json and say so on stderr
+    (unless a machine-readable report goes to stdout); its path."""
     import json
     import re
 
@@ -169,6 +171,8 @@ def _keep(folder: Path, name: str, record: dict[str, object]) -> Path:
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:80] or "case"
     path = folder / f"{slug}.json"
     path.write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n")
+    if fmt == "text" or output is not None:
+        click.echo(f"transcript: {path}", err=True)
     return path
 
 

@@ -33,6 +33,11 @@ _CALLEE = re.compile(r"(?:.*?\.)?(?P<name>[A-Za-z_]\w*)\s*\(", re.S)
 _DEF = re.compile(r"^(?P<indent>\s*)def (?P<name>\w+)\s*\(")
 
 
+# Functions harness compiles around a script (runtime/reach.py, runtime/when.py,
+# runtime/crossing.py): not the author's frames.
+_OWN = ("harness_", "__harness")
+
+
 class Frame(NamedTuple):
     file: str
     line: int
@@ -77,7 +82,7 @@ def _frames(text: str, source: str | None, first_line: int) -> list[Frame]:
     frames = [
         Frame(m["file"], int(m["line"]), m["fn"], code(int(m["line"]), m["code"]))
         for m in _FRAME.finditer(text)
-        if not m["file"].startswith("<")
+        if not m["file"].startswith("<") and not m["fn"].startswith(_OWN)
     ]
     span = _SPAN.search(text)
     if span is not None and not span["file"].startswith("<"):

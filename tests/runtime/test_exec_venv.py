@@ -96,3 +96,16 @@ def test_a_program_only_in_harness_own_venv_names_the_project_venv(
     (bindir / "pytest").chmod(0o755)
     r = run(_ctx(tmp_path, "required"), "pytest", ["-q"])
     assert r["ok"] and r["stdout"] == "project pytest\n", r
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_allowed_commands_keep_the_operators_path(tmp_path: Path, mode: str) -> None:
+    # A workspace directory (writable by commands) never decides what an allowed
+    # name runs, nor what the programs it starts find on PATH.
+    _venv(tmp_path, ".venv")
+    ctx = _ctx(tmp_path, mode)
+    ctx.config = dataclasses.replace(
+        ctx.config, exec=dataclasses.replace(ctx.config.exec, allowed_commands=("sh",))
+    )
+    r = run(ctx, "sh", ["-c", 'echo "$PATH"'])
+    assert r["ok"] and ".venv" not in r["stdout"], r

@@ -431,7 +431,10 @@ def _run(  # noqa: C901
         log=ctx.log,
         mounts=mounts,
     )
-    if "PATH" not in env_overrides:  # the project's interpreter first (issue 25)
+    # The project's interpreter first (issue 25); not under exec.allowed_commands,
+    # where the operator's PATH alone decides what a name runs (a workspace directory
+    # is writable by commands).
+    if "PATH" not in env_overrides and not allowed:
         p.env.update(projectenv.with_venv(p.env, venv))
 
     def accept(path: str) -> bool:
