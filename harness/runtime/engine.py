@@ -10,6 +10,7 @@ a context variable, so one compiled, frozen module serves every call.
 from __future__ import annotations
 
 import contextvars
+import functools
 import importlib
 import re
 import threading
@@ -167,19 +168,12 @@ def _print(*args: Any, sep: str = " ", **_: Any) -> None:
         ctx.log("info", text, fields)
 
 
-class _At:
+def _mark_at(filename: str, ctx: CallContext, line: Any) -> None:
     """``__harness_at(line)``: the file line of the print/log call about to run
     (tracebacks.mark_log_calls); its record carries it as ``at``."""
-
-    __slots__ = ("filename",)
-
-    def __init__(self, filename: str) -> None:
-        self.filename = filename
-
-    def __call__(self, line: int) -> None:
-        ctx = _ctx.get(None)
-        if ctx is not None:
-            ctx.at = f"{self.filename}:{line}"
+    if type(line) is not int:
+        raise BuiltinError(f"{AT}() takes a line number")
+    ctx.at = f"{filename}:{line}"
 
 
 class TooDeep(Exception):
@@ -300,7 +294,7 @@ class Engine:
             )
         ast = sl.parse(filename, padded, self._dialect)
         module = self._new_module(kind)
-        module.add_callable(AT, _At(filename))
+        module.add_callable(AT, _Bound(AT, functools.partial(_mark_at, filename)))
         sl.eval_with(self._options, module, ast, self._globals)
         wrapped = kind == "tool" and crossing.add_wrapper(module, self._dialect)
         frozen = module.freeze()
