@@ -109,3 +109,14 @@ def test_allowed_commands_keep_the_operators_path(tmp_path: Path, mode: str) -> 
     )
     r = run(ctx, "sh", ["-c", 'echo "$PATH"'])
     assert r["ok"] and ".venv" not in r["stdout"], r
+
+
+@pytest.mark.skipif(_flags is None, reason=str(_why))
+@pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="the suite runs in a virtualenv")
+def test_a_script_run_by_harness_own_interpreter_names_the_project_venv(tmp_path: Path) -> None:
+    script = tmp_path / "tool.py"
+    script.write_text(f"#!{sys.executable}\nprint('hi')\n")
+    script.chmod(0o755)
+    r = run(_ctx(tmp_path, "required"), "./tool.py")
+    assert r["exit_code"] == 127
+    assert "harness's own virtualenv" in r["stderr"] and "exec.mounts" not in r["stderr"], r

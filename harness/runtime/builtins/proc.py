@@ -494,7 +494,11 @@ def _run(  # noqa: C901
                 "exit_code": 127,
                 "stdout": "",
                 "duration_ms": 0,
-                "stderr": _invisible(cmd, interp, (workspace, *p.mounts), script=True)[:limit],
+                "stderr": (
+                    projectenv.own_venv_message(cmd, interp, venv, workspace)
+                    if projectenv.in_own_venv(interp)
+                    else _invisible(cmd, interp, (workspace, *p.mounts), script=True)
+                )[:limit],
                 "timed_out": False,
                 "truncated": False,
             }
