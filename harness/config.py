@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, get_type_hints
 
 from harness.artifacts.domains import entry_problem
 from harness.artifacts.problems import EXTENSION_PREFIX, Problem, a_type, as_json, suggest
-from harness.config_mounts import mount_problem
+from harness.config_mounts import mount_problem, venv_problem
 from harness.config_serve import ServeConfig, serve_schema, serve_section
 from harness.state.limits import DEFAULT as STATE
 from harness.state.limits import config_problems as state_problems
@@ -28,6 +28,8 @@ class Limits:
     max_output_bytes: int = 65536
     max_tool_calls_per_turn: int = 10
     max_timeout_ms: int = 600000
+    # timeout_ms of a tool or hook that sets none (0: none, up to max_timeout_ms)
+    default_timeout_ms: int = 30000
     max_concurrency: int = 8
     memory_mb: int = 512
 
@@ -55,6 +57,12 @@ class ExecConfig:
     env: tuple[str, ...] = DEFAULT_ENV
     # Extra host directories bound read-only into the sandbox (toolchains).
     mounts: tuple[str, ...] = ()
+    # What exec.run keeps of a command's stdout and of its stderr; the model sees at
+    # most limits.max_output_bytes of a result, read_output pages through the rest.
+    max_capture_bytes: int = 16 << 20
+    # The project's virtualenv (relative to the root), first on the sandbox PATH;
+    # unset: .venv/ or venv/ in the workspace when there is one.
+    venv: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,7 +173,7 @@ _CHOICES = {
     ("state", "backend"): ("memory", "redis"),
 }
 # Integer fields for which 0 is meaningful (no cap); every other integer must be > 0.
-_ZERO_OK = ("max_timeout_ms",)
+_ZERO_OK = ("max_timeout_ms", "default_timeout_ms")
 # Dataclass fields that are not harness.md keys.
 _INTERNAL = ("problems",)
 # Keys of harness.md frontmatter that are not config sections.
@@ -355,15 +363,8 @@ def _section(
 
 def _section_rules(key: str, section: Any, root: Path) -> Generator[ConfigFinding, None, Any]:
     """The rules of particular sections, after their keys are coerced."""
-    if key == "exec" and section.mounts:
-        kept = []
-        for entry in section.mounts:
-            why = mount_problem(entry, root)
-            if why:
-                yield ConfigFinding(key, why, "mounts")
-            else:
-                kept.append(entry)
-        section = replace(section, mounts=tuple(kept))
+    if key == "exec":
+        section = yield from _exec_rules(section, root)
     for entry in section.allowed_domains if key == "network" else ():
         why = entry_problem(entry)
         if why:
@@ -388,6 +389,24 @@ def _section_rules(key: str, section: Any, root: Path) -> Generator[ConfigFindin
         # docs/spec.md §8.2: fs.protected can add paths, never remove the built-in ones.
         extra = tuple(p for p in section.protected if p not in ALWAYS_PROTECTED)
         section = replace(section, protected=ALWAYS_PROTECTED + extra)
+    return section
+
+
+def _exec_rules(section: ExecConfig, root: Path) -> Generator[ConfigFinding, None, ExecConfig]:
+    """exec.mounts entries the sandbox may bind; exec.venv a virtualenv."""
+    kept = []
+    for entry in section.mounts:
+        why = mount_problem(entry, root)
+        if why:
+            yield ConfigFinding("exec", why, "mounts")
+        else:
+            kept.append(entry)
+    section = replace(section, mounts=tuple(kept))
+    if section.venv is not None:
+        why = venv_problem(section.venv, root)
+        if why:
+            yield ConfigFinding("exec", why, "venv")
+            section = replace(section, venv=None)
     return section
 
 

@@ -97,3 +97,21 @@ def mount_problem(entry: str, workspace: Path | str) -> str | None:
                 "mount a directory without secrets"
             )
     return None
+
+
+def venv_problem(entry: str, root: Path | str) -> str | None:
+    """Why ``exec.venv`` cannot be the project's virtualenv, or None. Relative to the
+    project root; outside the workspace it is bound read-only like a mount."""
+    where = f'config exec.venv "{entry}"'
+    path = os.path.normpath(os.path.join(str(root), os.path.expanduser(entry)))
+    if not os.path.isdir(os.path.join(path, "bin")):
+        return (
+            f"{where} is not a virtualenv (no {os.path.join(entry, 'bin')} under "
+            f"{root}); create it (python3 -m venv {entry}) or fix the path"
+        )
+    real, base = os.path.realpath(path), os.path.realpath(str(root))
+    if real != base and not real.startswith(base.rstrip("/") + "/"):
+        why = mount_problem(real, root)
+        if why:
+            return f"{where}: {why}"
+    return None

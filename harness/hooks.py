@@ -332,6 +332,8 @@ def _redacted(current: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, A
 
 def _fail(out: Outcome, hook: HookSpec, prefix: str) -> None:
     if out.status == "timeout":
+        if out.error and out.error.startswith("timed out: "):  # says why (memguard.py)
+            raise HookFailure(out.error)
         raise HookFailure(f"timed out after {hook.timeout_ms} ms")
     raise HookFailure(prefix + (out.error or out.status))
 

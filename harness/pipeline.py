@@ -230,6 +230,8 @@ def execute(c: Call, plan: ToolPlan, args: Mapping[str, Any]) -> tuple[Any, str 
 
 def _outcome_error(tool: str, out: Outcome, timeout_ms: int, memory_mb: int) -> str:
     if out.status == "timeout":
+        if out.error and out.error.startswith("timed out: "):  # says why (memguard.py)
+            return f'tool "{tool}" {out.error}'
         return f'tool "{tool}" timed out after {timeout_ms} ms'
     if out.status == "memory":
         return f'tool "{tool}" exceeded its memory limit ({memory_mb} MB)'

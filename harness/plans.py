@@ -32,14 +32,26 @@ class ToolPlan:
     handler: Handler | None
     arguments: ArgValidator
     result: ArgValidator | None  # ``returns`` of the tool, if it declares one
-    timeout_ms: int  # the tool's own timeout within limits.max_timeout_ms (0: none)
+    timeout_ms: int  # effective_timeout(): own or default, within the maximum (0: none)
+
+
+def effective_timeout(spec_ms: int, config: Config) -> tuple[int, str]:
+    """(timeout in ms, where it comes from) of a tool whose own ``timeout_ms`` is
+    ``spec_ms`` (0: none): its own, else ``limits.default_timeout_ms``, else
+    ``limits.max_timeout_ms``; never above ``max_timeout_ms`` (0: no timeout)."""
+    limit = config.limits.max_timeout_ms
+    own, source = spec_ms, "timeout_ms"
+    if not own:
+        own, source = config.limits.default_timeout_ms, "limits.default_timeout_ms"
+    if not own:
+        return limit, "limits.max_timeout_ms"
+    if limit and own > limit:
+        return limit, "limits.max_timeout_ms"
+    return own, source
 
 
 def make_plan(spec: ToolSpec, handler: Handler | None, config: Config) -> ToolPlan:
-    limit = config.limits.max_timeout_ms
-    timeout = (
-        min(spec.timeout_ms, limit) if spec.timeout_ms and limit else (spec.timeout_ms or limit)
-    )
+    timeout, _ = effective_timeout(spec.timeout_ms, config)
     return ToolPlan(
         spec=spec,
         handler=handler,

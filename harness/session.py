@@ -115,7 +115,13 @@ class Session:
         lvl = {"info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}.get(
             level, logging.INFO
         )
-        _log.log(lvl, "%s %s", message, dict(fields) if fields else "")
+        _log.log(
+            lvl,
+            "%s %s",
+            message,
+            dict(fields) if fields else "",
+            extra={"harness_record": (level, message, fields, self.id)},  # cli/verbose.py
+        )
         if self._audit is not None:
             self._audit.write(self.id, "log", {**fields, "level": level, "message": message})
 

@@ -96,6 +96,7 @@ def check_project(root: Path | None = None, *, strict: bool = False) -> Project:
             for hook in project.hooks:
                 entry = loaded.hook_entries[hook.name]
                 problems.extend(guards.check_hook(hook, entry.path, entry.label, known))
+        problems.extend(_unbounded(project, loaded.tool_entries))
         if strict:
             problems = [
                 replace(p, severity="error") if p.code in checks.UNKNOWN_KEY_CODES else p
@@ -106,6 +107,25 @@ def check_project(root: Path | None = None, *, strict: bool = False) -> Project:
         # only has the project to look at.
         del analysed, loaded, done, items, todo
         return replace(project, problems=tuple(problems))
+
+
+def _unbounded(project: Project, entries: Mapping[str, Entry]) -> Iterator[Problem]:
+    """A warning for each script tool without ``timeout_ms`` when
+    ``limits.default_timeout_ms`` is 0: nothing but ``limits.max_timeout_ms`` stops it."""
+    limits = project.config.limits
+    if limits.default_timeout_ms:
+        return
+    cap = f"{limits.max_timeout_ms} ms" if limits.max_timeout_ms else "no limit at all"
+    for name, spec in project.tools.items():
+        if spec.script and not spec.timeout_ms and name in entries:
+            yield entries[name].problem(
+                ("script",),
+                "timeout-unbounded",
+                f'tool "{name}" sets no timeout_ms and limits.default_timeout_ms is 0, so '
+                f"a runaway call runs up to limits.max_timeout_ms ({cap}); add timeout_ms "
+                "to the tool or set limits.default_timeout_ms in harness.md",
+                "warning",
+            )
 
 
 def run_checks(items: Sequence[tuple[Entry, ToolSpec | HookSpec]]) -> list[list[Problem]]:

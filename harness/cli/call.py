@@ -66,9 +66,21 @@ def _arg_value(raw: str, schema: Any) -> Any:
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Show what the tool's and hooks' scripts print and log on stderr, each line "
+    "with the file and line of the print/log call.",
+)
 @root_option
 def command(
-    tool: str, arguments: str | None, args: tuple[str, ...], fmt: str, root: Path | None
+    tool: str,
+    arguments: str | None,
+    args: tuple[str, ...],
+    fmt: str,
+    verbose: bool,
+    root: Path | None,
 ) -> None:
     """Call TOOL once through the full pipeline. ARGUMENTS is a JSON object.
 
@@ -97,7 +109,11 @@ def command(
     properties = spec.input_schema.get("properties", {}) if spec is not None else {}
     for key, raw in pairs:
         payload[key] = _arg_value(raw, properties.get(key))
-    with h:
+    from contextlib import nullcontext
+
+    from harness.cli.verbose import script_output
+
+    with h, script_output() if verbose else nullcontext():
         result = h.call(tool, payload)
     if fmt == "json":
         click.echo(

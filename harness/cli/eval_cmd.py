@@ -68,6 +68,12 @@ FORMATS = ("text", "json", "github", "junit")
     default=None,
     help="Write the report to FILE (stdout gets the summary line).",
 )
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the transcript of every case, not only of failing ones (JSON files in "
+    "REPORT.transcripts/ beside the -o report, else in .harness/state/evals/).",
+)
 def command(
     paths: tuple[Path, ...],
     root: Path | None,
@@ -79,8 +85,10 @@ def command(
     max_tokens: int | None,
     fmt: str,
     output: Path | None,
+    keep: bool,
 ) -> None:
-    """Run model-driven eval cases (default: every .harness/evals/*.md)."""
+    """Run model-driven eval cases (default: every .harness/evals/*.md). The
+    transcript of each failing case is kept (see --keep)."""
     from harness.testing.evals import Budget, run_eval
     from harness.testing.evalspec import EvalCase, eval_files, parse_eval
     from harness.testing.report import Outcome, render, summary
@@ -124,9 +132,13 @@ def command(
                     )
                 )
                 continue
-            rows.append(
-                run_eval(runner, case, budget, model=model, provider=provider, base_url=base_url)
+            record: dict[str, object] = {}
+            row = run_eval(
+                runner, case, budget, record, model=model, provider=provider, base_url=base_url
             )
+            rows.append(row)
+            if record and (keep or not row.passed):
+                _keep(_transcripts(runner.root, output), case.name, record, fmt, output)
     seconds = time.perf_counter() - start
     extra = [f"tokens used: {budget.spent}" + (f" of {budget.limit}" if budget.limit else "")]
     report = render(fmt, rows, seconds, [] if dry_run else extra, noun="eval")
@@ -138,6 +150,30 @@ def command(
         click.echo(report)
     if not dry_run and any(not r.passed for r in rows):
         raise CliError(exit_code=1)
+
+
+def _transcripts(root: Path, output: Path | None) -> Path:
+    """Where transcripts go: beside the -o report, else under .harness/state/."""
+    if output is not None:
+        return output.parent / f"{output.stem}.transcripts"
+    return root / ".harness" / "state" / "evals"
+
+
+def _keep(
+    folder: Path, name: str, record: dict[str, object], fmt: str, output: Path | None
+) -> Path:
+    """Write one case's transcript as FOLDER/<case-name>.json and say so on stderr
+    (unless a machine-readable report goes to stdout); its path."""
+    import json
+    import re
+
+    folder.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:80] or "case"
+    path = folder / f"{slug}.json"
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n")
+    if fmt == "text" or output is not None:
+        click.echo(f"transcript: {path}", err=True)
+    return path
 
 
 def _runner(root: Path) -> Runner:

@@ -64,7 +64,17 @@ def _short(text: str) -> str:
     return text if len(text) <= SUMMARY_WIDTH else text[: SUMMARY_WIDTH - 3] + "..."
 
 
-def text_listing(project: Project) -> list[str]:
+def _timeout(tool: ToolSpec, project: Project) -> str:
+    """``timeout N ms`` and, unless the tool sets it itself, the setting it comes from."""
+    from harness.plans import effective_timeout
+
+    ms, source = effective_timeout(tool.timeout_ms, project.config)
+    if not ms:
+        return "no timeout (limits.default_timeout_ms and limits.max_timeout_ms are 0)"
+    return f"timeout {ms} ms" + ("" if source == "timeout_ms" else f" ({source})")
+
+
+def text_listing(project: Project, verbose: bool = False) -> list[str]:
     tools = [project.tools[n] for n in sorted(project.tools)]
     hooks = _hooks(project)
     lines = [f"tools ({len(tools)}):"]
@@ -74,19 +84,30 @@ def text_listing(project: Project) -> list[str]:
         lines.append(
             f"  {t.name:<{width}}  {_short(first_line(t.description, t.name))}{marks}".rstrip()
         )
+        if verbose:
+            lines.append(f"  {'':<{width}}  {_timeout(t, project)}")
     if not tools:
         lines.append("  (none)")
     lines.append(f"hooks ({len(hooks)}):")
     width = max((len(h.name) for h in hooks), default=0)
     ewidth = max((len(h.event) for h in hooks), default=0)
     for h in hooks:
-        lines.append(f"  {h.name:<{width}}  {h.event:<{ewidth}}  priority {h.priority}")
+        line = f"  {h.name:<{width}}  {h.event:<{ewidth}}  priority {h.priority}"
+        lines.append(line + (f"  timeout {h.timeout_ms} ms" if verbose else ""))
     if not hooks:
         lines.append("  (none)")
     return lines
 
 
-def json_listing(project: Project) -> dict[str, Any]:
+def json_listing(project: Project, verbose: bool = False) -> dict[str, Any]:
+    from harness.plans import effective_timeout
+
+    def more(t: ToolSpec) -> dict[str, Any]:
+        if not verbose:
+            return {}
+        ms, source = effective_timeout(t.timeout_ms, project.config)
+        return {"timeout_ms": ms, "timeout_from": source}
+
     return {
         "tools": [
             {
@@ -94,11 +115,18 @@ def json_listing(project: Project) -> dict[str, Any]:
                 "description": first_line(t.description, t.name),
                 "loading": t.loading,
                 "enabled": t.enabled,
+                **more(t),
             }
             for t in (project.tools[n] for n in sorted(project.tools))
         ],
         "hooks": [
-            {"name": h.name, "event": h.event, "priority": h.priority} for h in _hooks(project)
+            {
+                "name": h.name,
+                "event": h.event,
+                "priority": h.priority,
+                **({"timeout_ms": h.timeout_ms} if verbose else {}),
+            }
+            for h in _hooks(project)
         ],
     }
 
@@ -113,14 +141,20 @@ def json_listing(project: Project) -> dict[str, Any]:
     show_default=True,
     help="Output format.",
 )
-def command(root: Path | None, fmt: str) -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also show each tool's and hook's timeout and the setting it comes from.",
+)
+def command(root: Path | None, fmt: str, verbose: bool) -> None:
     """List tools (one-line description; deferred/disabled marked) and hooks."""
     project = load_or_exit(root)
     from harness.upstream.check import include_upstream
 
     project = include_upstream(project)  # upstream MCP servers' tools too
     if fmt == "json":
-        click.echo(render.dumps(json_listing(project)))
+        click.echo(render.dumps(json_listing(project, verbose)))
     else:
-        for line in text_listing(project):
+        for line in text_listing(project, verbose):
             click.echo(line)

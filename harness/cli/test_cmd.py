@@ -63,6 +63,13 @@ FORMATS = ("text", "json", "github", "junit")
     help="Run every command and request for real and write what they returned into "
     "the test file as fakes: (redacted like audit records; see docs/testing.md).",
 )
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Show on stderr what each case's scripts printed and logged, each line with "
+    "the file and line of the print/log call.",
+)
 def command(
     paths: tuple[Path, ...],
     root: Path | None,
@@ -72,13 +79,18 @@ def command(
     jobs: int | None,
     coverage: bool,
     record: bool,
+    verbose: bool,
 ) -> None:
     """Run the cases of test files (default: every .harness/tests/*.md)."""
+    from contextlib import nullcontext
+
+    from harness.cli.verbose import script_output
     from harness.testing.coverage import measure
     from harness.testing.report import as_json, render, summary
     from harness.testing.runner import Runner, outcome
+    from harness.testing.verbose import VerboseRunner, collect
 
-    with Runner(resolve_root(root), record=record) as runner:
+    with (VerboseRunner if verbose else Runner)(resolve_root(root), record=record) as runner:
         files, problems = runner.collect(paths, pattern)
         if problems:
             echo_problems(problems, runner.root)
@@ -99,9 +111,13 @@ def command(
             if hasattr(os, "sched_getaffinity")
             else (os.cpu_count() or 1),
         )
-        result = runner.run(files, jobs=workers)
+        with script_output(collect) if verbose else nullcontext():
+            result = runner.run(files, jobs=workers)
         if record:
             _write_recorded(runner, files, result.results)
+        if isinstance(runner, VerboseRunner):
+            for line in runner.report(result.results):
+                click.echo(line, err=True)
         cov = measure(runner.project, result.results) if coverage else None
     rows = [outcome(r) for r in result.results]
     seconds = result.duration_ms / 1000.0

@@ -52,6 +52,8 @@ class CallContext:
     host: Callable[[str, Mapping[str, Any]], Any] | None = None
     # Free slot for built-ins that keep per-call state.
     extras: dict[str, Any] = field(default_factory=dict)
+    # "file:line" of the script's last print/log call (runtime/tracebacks.py), or "".
+    at: str = ""
 
     def remaining_ms(self) -> float | None:
         """Milliseconds left before the deadline (never negative), or None."""

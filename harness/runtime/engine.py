@@ -10,6 +10,7 @@ a context variable, so one compiled, frozen module serves every call.
 from __future__ import annotations
 
 import contextvars
+import functools
 import importlib
 import re
 import threading
@@ -23,7 +24,7 @@ from harness import surface
 from harness.errors import BuiltinError
 from harness.hotpath import tuple_maker
 from harness.redact import REDACT_REQUEST
-from harness.runtime import crossing, nesting, prewarm
+from harness.runtime import crossing, memguard, nesting, prewarm
 from harness.runtime.builtins.calls import rename_calls
 from harness.runtime.cancel import CANCELLED
 from harness.runtime.context import CallContext, Outcome
@@ -35,9 +36,9 @@ from harness.runtime.reach import (
     noargs_source,
     passthrough,
 )
+from harness.runtime.tracebacks import AT, MAX_CALLSTACK, mark_log_calls, script_error_message
 from harness.runtime.when import when_source
 
-MAX_CALLSTACK = 64
 _FAMILIES = (
     "fs",
     "proc",
@@ -143,7 +144,21 @@ def _cancelled() -> bool:
         return False
     if CANCELLED and ctx.call_id in CANCELLED:  # runtime/cancel.py: the caller gave up
         return True
-    return ctx.deadline is not None and time.monotonic() > ctx.deadline
+    if ctx.deadline is not None and time.monotonic() > ctx.deadline:
+        return True
+    if memguard.LIMIT and memguard.over():
+        ctx.extras[_GUARD_KEY] = True
+        return True
+    return False
+
+
+_GUARD_KEY = "__harness_memory_guard"
+
+
+def _stopped(ctx: CallContext, timeout_ms: int, start: float) -> str:
+    """The timeout message of a call the memory guard stopped (runtime/memguard.py)."""
+    ctx.extras.pop(_GUARD_KEY, None)
+    return memguard.loop_message(_ms(start), timeout_ms)
 
 
 _ARITY = re.compile(r"(takes (?:from \d+ to )?|but |at (?:least|most) )(\d+)")
@@ -156,7 +171,18 @@ def _print(*args: Any, sep: str = " ", **_: Any) -> None:
     ctx = _ctx.get(None)
     text = sep.join(a if isinstance(a, str) else repr(a) for a in args)
     if ctx is not None and ctx.log is not None:
-        ctx.log("info", text, {"source": "print", "tool": ctx.tool})
+        fields = {"source": "print", "tool": ctx.tool}
+        if ctx.at:
+            fields["at"] = ctx.at
+        ctx.log("info", text, fields)
+
+
+def _mark_at(filename: str, ctx: CallContext, line: Any) -> None:
+    """``__harness_at(line)``: the file line of the print/log call about to run
+    (tracebacks.mark_log_calls); its record carries it as ``at``."""
+    if type(line) is not int:
+        raise BuiltinError(f"{AT}() takes a line number")
+    ctx.at = f"{filename}:{line}"
 
 
 class TooDeep(Exception):
@@ -268,7 +294,7 @@ class Engine:
         frozen = self._compiled.get(kind, source, filename, line)
         if frozen is not None:
             return frozen
-        padded = "\n" * max(line - 1, 0) + rename_calls(source)
+        padded = mark_log_calls("\n" * max(line - 1, 0) + rename_calls(source))
         deep = nesting.too_deep(padded)
         if deep is not None:  # the parser would overflow the native stack (SIGSEGV)
             raise TooDeep(
@@ -277,6 +303,7 @@ class Engine:
             )
         ast = sl.parse(filename, padded, self._dialect)
         module = self._new_module(kind)
+        module.add_callable(AT, _Bound(AT, functools.partial(_mark_at, filename)))
         sl.eval_with(self._options, module, ast, self._globals)
         wrapped = kind == "tool" and crossing.add_wrapper(module, self._dialect)
         frozen = module.freeze()
@@ -329,7 +356,8 @@ class Engine:
                 if type(value) in _CONTAINERS and frozen in self._json_able:
                     self._json_run.add(frozen)
         except sl.StarlarkError as exc:
-            return _failure(exc, entry, start, timeout_ms)
+            stopped = _stopped(ctx, timeout_ms, start) if ctx.extras.get(_GUARD_KEY) else ""
+            return _failure(exc, entry, start, timeout_ms, source, line, stopped)
         except TooDeep as exc:
             return Outcome(status="error", error=str(exc), duration_ms=_ms(start))
         except (KeyboardInterrupt, SystemExit):
@@ -397,19 +425,21 @@ def _ms(start: float) -> float:
     return (_monotonic() - start) * 1000.0
 
 
-_LOCATION = re.compile(
-    r"^\s*(?:-->\s*(?P<file>.+?):(?P<line>\d+):\d+|\* (?P<tfile>.+?):(?P<tline>\d+), in )",
-    re.MULTILINE,
-)
-_ERROR_LINE = re.compile(r"^error: (?P<msg>.*?)(?=^\s*-->|\Z)", re.MULTILINE | re.DOTALL)
-_PY_PREFIX = re.compile(r"^(?:BuiltinError|JailError|ValueError|TypeError): ")
-
-
-def _failure(exc: BaseException, entry: str, start: float, timeout_ms: int) -> Outcome:
+def _failure(
+    exc: BaseException,
+    entry: str,
+    start: float,
+    timeout_ms: int,
+    source: str | None = None,
+    line: int = 1,
+    stopped: str = "",
+) -> Outcome:
     text = str(exc)
     if "Evaluation cancelled" in text:
         return Outcome(
-            status="timeout", error=f"timed out after {timeout_ms} ms", duration_ms=_ms(start)
+            status="timeout",
+            error=stopped or f"timed out after {timeout_ms} ms",
+            duration_ms=_ms(start),
         )
     if "Module has no symbol `" + entry + "`" in text or "is not exported" in text:
         params = "args" if entry == "run" else "event, payload"
@@ -426,31 +456,13 @@ def _failure(exc: BaseException, entry: str, start: float, timeout_ms: int) -> O
             f"JSON-compatible ({kind.group(1) if kind else _not_json_kind(text)})",
             duration_ms=_ms(start),
         )
-    return Outcome(status="error", error=script_error_message(text), duration_ms=_ms(start))
+    return Outcome(
+        status="error", error=script_error_message(text, source, line), duration_ms=_ms(start)
+    )
 
 
 def _not_json_kind(text: str) -> str:
     return "a dict key that is not a string" if crossing.not_json(text) else "unknown type"
-
-
-def script_error_message(text: str) -> str:
-    """Reduce a starlark traceback to ``message (at file:line)``."""
-    m = _ERROR_LINE.search(text)
-    msg = m.group("msg").strip() if m else text.strip().splitlines()[-1]
-    msg = msg.removeprefix("fail: ")
-    msg = _PY_PREFIX.sub("", msg)
-    if "too deep" in msg.lower() or "stack overflow" in msg.lower():
-        msg = f"recursion too deep (more than {MAX_CALLSTACK} frames): {msg}"
-    # The innermost frame in the script itself (not in the built-in prelude).
-    locs = [
-        (m.group("file") or m.group("tfile"), m.group("line") or m.group("tline"))
-        for m in _LOCATION.finditer(text)
-    ]
-    locs = [loc for loc in locs if not loc[0].startswith("<")]
-    if locs:
-        file, line = locs[-1]
-        return f"{msg} (at {file}:{line})"
-    return msg
 
 
 _TOOL_ENTRY = surface.TOOL_ENTRY[0]

@@ -104,8 +104,11 @@ def _guard_children(prctl: Any, soft_as: int) -> None:
 def _serve(pipe: Pipe, memory_mb: int) -> None:
     # Lazy on purpose: the engine (and starlark) load only after main() has armed the
     # death signal and the memory cap.
+    from harness.runtime import memguard
     from harness.runtime.context import CallContext, Outcome
     from harness.runtime.engine import Engine
+
+    memguard.arm(memory_mb)
 
     engine = Engine()
     cache = CacheProxy(pipe)
@@ -142,18 +145,12 @@ def _serve(pipe: Pipe, memory_mb: int) -> None:
             host=host if flags & 4 else None,
             extras=extras if extras is not None else {},
         )
-        recycle = False
+        memguard.start()
         try:
             out = engine.call(kind, source, filename, line, entry, args, ctx, timeout_ms)
         except MemoryError:
             out = Outcome(status="memory", error=memory_text)
-        if out.status == "crash":
-            # A Rust panic was caught by the engine: the interpreter state is suspect.
-            recycle = True
-            if any(m in (out.error or "") for m in _MEMORY_MARKERS):
-                out = Outcome(status="memory", error=memory_text, duration_ms=out.duration_ms)
-        elif out.status == "memory":
-            recycle = True
+        out, recycle = _settle(out, memory_text)
         back_extras = ctx.extras or None
         try:
             reply = marshal.dumps(
@@ -170,6 +167,20 @@ def _serve(pipe: Pipe, memory_mb: int) -> None:
         pipe.send(T_DONE, reply)
         if recycle:
             return
+
+
+def _settle(out: Any, memory_text: str) -> tuple[Any, bool]:
+    """(the Outcome to send, whether this worker must go after sending it)."""
+    from harness.runtime import memguard
+    from harness.runtime.context import Outcome
+
+    if out.status == "crash":
+        # A Rust panic was caught by the engine: the interpreter state is suspect.
+        if any(m in (out.error or "") for m in _MEMORY_MARKERS):
+            out = Outcome(status="memory", error=memory_text, duration_ms=out.duration_ms)
+        return out, True
+    # memory, or the guard stopped a loop: the heap is near the cap, start afresh
+    return out, out.status == "memory" or memguard.tripped()
 
 
 def main(argv: list[str]) -> None:

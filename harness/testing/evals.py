@@ -49,8 +49,15 @@ def tokens(usage: Sequence[Mapping[str, Any]]) -> int:
     return total
 
 
-def run_eval(runner: Runner, case: EvalCase, budget: Budget, **agent: Any) -> Outcome:
-    """Run one eval case through the agent loop and grade it."""
+def run_eval(
+    runner: Runner,
+    case: EvalCase,
+    budget: Budget,
+    transcript: dict[str, Any] | None = None,
+    **agent: Any,
+) -> Outcome:
+    """Run one eval case through the agent loop and grade it; ``transcript`` (if
+    given) receives what happened (:func:`transcript_of`)."""
     if budget.exhausted:
         return Outcome(
             path=case.path,
@@ -66,6 +73,7 @@ def run_eval(runner: Runner, case: EvalCase, budget: Budget, **agent: Any) -> Ou
     failures: list[tuple[int, str, str]] = []
     texts: list[str] = []
     results: list[Any] = []
+    calls: dict[str, Any] = {}  # call id -> the ToolCall (its arguments)
     rounds = 0
     history: Any = None  # each turn continues the conversation of the one before
     used, decisions = 0, []
@@ -103,6 +111,7 @@ def run_eval(runner: Runner, case: EvalCase, budget: Budget, **agent: Any) -> Ou
                             budget.spent += tokens(session.usage[before:])
                         texts.append(res.text)
                         results.extend(res.results)
+                        calls.update((c.id, c) for c in res.calls)
                         rounds += res.rounds
                 except (ProviderError, RoundLimitError, ModelConfigError) as exc:
                     failures.append((case.line, f"the agent run failed: {exc}", ""))
@@ -118,13 +127,55 @@ def run_eval(runner: Runner, case: EvalCase, budget: Budget, **agent: Any) -> Ou
             problem = _grade(kind, value, called, blocked, response, results, rounds, used)
             if problem:
                 failures.append((line, f"{kind}: {problem}", ""))
-    return Outcome(
+    out = Outcome(
         path=case.path,
         line=case.line,
         name=case.name,
         passed=not failures,
         failures=tuple(failures),
         duration_ms=(time.perf_counter() - start) * 1000,
+    )
+    if transcript is not None:
+        transcript.update(transcript_of(case, out, history, results, calls, decisions, texts, used))
+    return out
+
+
+def transcript_of(
+    case: EvalCase,
+    out: Outcome,
+    messages: Any,
+    results: Sequence[Any],
+    calls: Mapping[str, Any],
+    decisions: Sequence[tuple[str, str]],
+    texts: Sequence[str],
+    used: int,
+) -> dict[str, Any]:
+    """What ``harness eval`` keeps of a case (redacted like audit records)."""
+    from harness.redact import redact
+
+    return redact(
+        {
+            "case": case.name,
+            "path": case.path,
+            "line": case.line,
+            "passed": out.passed,
+            "failures": [{"line": line, "message": msg} for line, msg, _ in out.failures],
+            "turns": list(case.turns),
+            "response": texts[-1] if texts else "",
+            "tokens": used,
+            "results": [
+                {
+                    "tool": r.name,
+                    "arguments": dict(calls[r.call_id].arguments) if r.call_id in calls else None,
+                    "is_error": r.is_error,
+                    "text": r.text,
+                    "error": r.error,
+                }
+                for r in results
+            ],
+            "decisions": [{"hook": h, "decision": d} for h, d in decisions],
+            "messages": list(messages or ()),
+        }
     )
 
 

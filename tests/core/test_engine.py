@@ -103,7 +103,8 @@ def test_print_goes_to_the_log_not_stdout(
     out = rt.run_tool('def run(args):\n    print("hello", 1)\n    return 0\n', "t.md", 1, {}, c, 0)
     assert out.status == "ok"
     assert capfd.readouterr().out == ""
-    assert ("info", "hello 1", {"source": "print", "tool": "t"}) in c.extras["logs"]
+    # "at": the file line of the print call (harness call -v shows it)
+    assert ("info", "hello 1", {"source": "print", "tool": "t", "at": "t.md:2"}) in c.extras["logs"]
 
 
 def test_cache_is_shared_within_a_session(rt: InProcessRuntime) -> None:

@@ -32,10 +32,18 @@ KEYS = {"ok", "exit_code", "stdout", "stderr", "duration_ms", "timed_out", "trun
 
 
 def make_ctx(
-    ws: Path, mode: str = "required", max_output: int | None = None, deadline: float | None = None
+    ws: Path,
+    mode: str = "required",
+    max_output: int | None = None,
+    deadline: float | None = None,
+    capture: int | None = None,
 ) -> CallContext:
     config = Config(root=ws, workspace=ws)
     config = dataclasses.replace(config, exec=dataclasses.replace(config.exec, sandbox=mode))
+    if capture is not None:
+        config = dataclasses.replace(
+            config, exec=dataclasses.replace(config.exec, max_capture_bytes=capture)
+        )
     if max_output is not None:
         config = dataclasses.replace(
             config, limits=dataclasses.replace(config.limits, max_output_bytes=max_output)
@@ -248,11 +256,13 @@ def test_timeout_clamped_to_call_deadline(ws: Path) -> None:
 
 
 # ---------------------------------------------------------------- output caps
+# exec.run keeps up to exec.max_capture_bytes of each stream (limits.max_output_bytes
+# is the model-facing cap the pipeline applies; tests/runtime/test_exec_capture.py).
 
 
 def test_output_cap_utf8_safe(ws: Path) -> None:
     for mode in ("off", *(["required"] if _flags else [])):
-        ctx = make_ctx(ws, mode, max_output=1001)
+        ctx = make_ctx(ws, mode, capture=1001)
         code = "import sys; sys.stdout.write('é' * 100000); sys.stderr.write('ü' * 100000)"
         r = run(ctx, PY, ["-c", code])
         assert r["ok"] and r["truncated"] is True
@@ -260,15 +270,15 @@ def test_output_cap_utf8_safe(ws: Path) -> None:
 
 
 def test_output_at_exact_cap_is_not_truncated(ws: Path) -> None:
-    r = run(make_ctx(ws, "off", max_output=6), "printf", ["abcdef"])
+    r = run(make_ctx(ws, "off", capture=6), "printf", ["abcdef"])
     assert r["stdout"] == "abcdef" and r["truncated"] is False
-    r = run(make_ctx(ws, "off", max_output=6), "printf", ["abcdefg"])
+    r = run(make_ctx(ws, "off", capture=6), "printf", ["abcdefg"])
     assert r["stdout"] == "abcdef" and r["truncated"] is True
 
 
 def test_huge_output_does_not_eat_memory(ctx: CallContext) -> None:
     ctx.config = dataclasses.replace(
-        ctx.config, limits=dataclasses.replace(ctx.config.limits, max_output_bytes=1000)
+        ctx.config, exec=dataclasses.replace(ctx.config.exec, max_capture_bytes=1000)
     )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
     r = run(ctx, "head", ["-c", str(300 << 20), "/dev/zero"])  # 300 MiB

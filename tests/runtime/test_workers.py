@@ -259,9 +259,9 @@ def test_log_and_print_reach_the_callers_sink_in_order(rt: ProcessRuntime) -> No
     out = rt.run_tool(script, "t", 1, {}, sess.ctx(tool="mytool"), 1000)
     assert out.value == "done"
     assert sess.logs == [
-        ("info", "first", {"tool": "mytool", "fields": {"n": 1}}),
-        ("info", "second 2", {"source": "print", "tool": "mytool"}),
-        ("error", "third", {"tool": "mytool", "fields": {"items": [1, "a"]}}),
+        ("info", "first", {"tool": "mytool", "fields": {"n": 1}, "at": "t:3"}),
+        ("info", "second 2", {"source": "print", "tool": "mytool", "at": "t:4"}),
+        ("error", "third", {"tool": "mytool", "fields": {"items": [1, "a"]}, "at": "t:5"}),
     ]
 
 

@@ -15,7 +15,12 @@ def _emit(level: str, ctx: CallContext, msg: Any, fields: dict[str, Any]) -> Non
         # Script fields are nested under "fields": they can never replace a key harness
         # writes (time, session, event, level, message, tool...), so a record cannot be
         # forged (docs/builtins.md).
-        ctx.log(level, msg, {"tool": ctx.tool, "fields": fields} if fields else {"tool": ctx.tool})
+        record: dict[str, Any] = {"tool": ctx.tool}
+        if fields:
+            record["fields"] = fields
+        if ctx.at:  # the script line of this call (runtime/tracebacks.py)
+            record["at"] = ctx.at
+        ctx.log(level, msg, record)
 
 
 def info(ctx: CallContext, msg: Any, **fields: Any) -> None:

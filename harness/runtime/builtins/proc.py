@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.config import Config
 from harness.errors import BuiltinError, JailError
-from harness.runtime import cancel, doubles, prewarm, sandbox, seccomp
+from harness.runtime import cancel, doubles, prewarm, projectenv, sandbox, seccomp
 from harness.runtime.context import CallContext
 from harness.runtime.jail import DIR_FLAGS, PROBE_FLAGS, Jail, get_jail
 
@@ -452,6 +452,11 @@ def _run(  # noqa: C901
     name = os.path.basename(cmd)
     listed_path = _refuse_unlisted(allowed, workspace, cwd, cmd)
 
+    venv = projectenv.project_venv(config, workspace)
+    mounts = config.exec.mounts
+    if venv is not None and not sandbox._inside(os.path.realpath(venv), workspace):
+        mounts = (*mounts, venv)  # exec.venv outside the workspace: read-only
+    env_overrides = {**dict(config.env_values), **overrides}
     p = sandbox.plan(
         mode=config.exec.sandbox,
         workspace=workspace,
@@ -459,13 +464,18 @@ def _run(  # noqa: C901
         program=cmd,
         args=argv,
         env_names=config.exec.env,
-        env_overrides={**dict(config.env_values), **overrides},
+        env_overrides=env_overrides,
         protected=protected,
         log=ctx.log,
-        mounts=config.exec.mounts,
+        mounts=mounts,
     )
     if p.lease is not None:
         leases.callback(p.lease.release)
+    # The project's interpreter first (issue 25); not under exec.allowed_commands,
+    # where the operator's PATH alone decides what a name runs (a workspace directory
+    # is writable by commands).
+    if "PATH" not in env_overrides and not allowed:
+        p.env.update(projectenv.with_venv(p.env, venv))
 
     def accept(path: str) -> bool:
         return not p.sandboxed or sandbox.visible(path, workspace, protected, p.mounts)
@@ -484,7 +494,9 @@ def _run(  # noqa: C901
         where = "in the sandbox" if p.sandboxed else "on this machine"
         msg = f'exec.run: program "{cmd}" not found {where} (PATH={lookup or os.defpath})'
         host = _which(cmd, cwd, lookup, workspace, lambda _: True, False) if p.sandboxed else None
-        if host is not None:
+        if host is not None and projectenv.in_own_venv(host):
+            msg = projectenv.own_venv_message(cmd, host, venv, workspace)
+        elif host is not None:
             msg = _invisible(cmd, host, (workspace, *p.mounts))
         return {
             "ok": False,
@@ -522,7 +534,11 @@ def _run(  # noqa: C901
                 "exit_code": 127,
                 "stdout": "",
                 "duration_ms": 0,
-                "stderr": _invisible(cmd, interp, (workspace, *p.mounts), script=True)[:limit],
+                "stderr": (
+                    projectenv.own_venv_message(cmd, interp, venv, workspace)
+                    if projectenv.in_own_venv(interp)
+                    else _invisible(cmd, interp, (workspace, *p.mounts), script=True)
+                )[:limit],
                 "timed_out": False,
                 "truncated": False,
             }
@@ -538,7 +554,10 @@ def _run(  # noqa: C901
     if config.limits.max_timeout_ms > 0:
         budget = min(budget, config.limits.max_timeout_ms)
 
-    out, err = _Sink(limit), _Sink(limit)
+    # Captured up to exec.max_capture_bytes: the pipeline cuts what the model sees at
+    # limits.max_output_bytes and keeps the rest for read_output.
+    capture = config.exec.max_capture_bytes
+    out, err = _Sink(capture), _Sink(capture)
     start = time.monotonic()
     proc: subprocess.Popen[bytes] | None = None
     warm_key = None
@@ -624,8 +643,8 @@ def _run(  # noqa: C901
     return {
         "ok": code == 0 and not timed_out and not notes,
         "exit_code": code,
-        "stdout": _decode(bytes(out.buf), limit, out.over),
-        "stderr": _decode(bytes(err.buf), limit, err.over),
+        "stdout": _decode(bytes(out.buf), capture, out.over),
+        "stderr": _decode(bytes(err.buf), capture, err.over),
         "duration_ms": duration,
         "timed_out": timed_out,
         "truncated": out.over or err.over,
