@@ -64,6 +64,11 @@ def runtime_mounts(
     return _acceptable(wanted, workspace, system, home)
 
 
+def is_venv(path: str) -> bool:
+    """Whether ``path`` is a virtual environment (it holds the venv's config file)."""
+    return os.path.isfile(os.path.join(path, VENV_CFG))
+
+
 def venv_interpreters(venv: str) -> list[str]:
     """The base interpreters ``venv/pyvenv.cfg`` names (``home``, ``executable``) that
     are Python interpreters on this host. The one reader of that file."""

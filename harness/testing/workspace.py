@@ -4,7 +4,7 @@ Copies leave out harness's own folder, VCS data, environments and caches
 (:data:`SKIP_DIRS`). A test file's ``include: [.git, .venv]`` brings some back
 (the real project context, docs/testing.md):
 
-- a virtualenv (a folder with ``pyvenv.cfg``) or ``node_modules`` becomes a symlink to
+- a virtualenv (``runtime.mounts.is_venv``) or ``node_modules`` becomes a symlink to
   the real one, and the real one is bound **read-only** into the command sandbox (an
   ``exec.mounts`` entry of the case), so its scripts' shebangs (absolute paths to the
   real venv) work and nothing a case runs can change it. Without a working sandbox
@@ -63,7 +63,9 @@ def tree_size(root: Path) -> int:
 
 def linkable(path: Path) -> bool:
     """Whether an included ``path`` is shown through a read-only link (an environment)."""
-    return path.name == "node_modules" or (path / "pyvenv.cfg").is_file()
+    from harness.runtime.mounts import is_venv
+
+    return path.name == "node_modules" or is_venv(str(path))
 
 
 def copy_workspace(
