@@ -40,7 +40,7 @@ HARNESS_MD = """\
 ---
 limits: {max_output_bytes: 65536}
 runtime: {isolation: ISOLATION}
-serve: {rate_limit: off}
+serve: {rate_limit: "off"}
 STATE
 ---
 Load test.
@@ -184,6 +184,9 @@ def harness_argv(root: Path, port: int) -> list[str]:
     ]
 
 
+MODE = "auto"  # mcp.Client mode: "auto" negotiates 2026-07-28, "legacy" the handshake era
+
+
 async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> dict[str, Any]:
     import httpx2
     from mcp import Client
@@ -201,7 +204,7 @@ async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> d
         try:
             token = TOKENS[i % len(TOKENS)]
             http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
-            async with Client(streamable_http_client(url, http_client=http), mode="auto") as c:
+            async with Client(streamable_http_client(url, http_client=http), mode=MODE) as c:
                 for k in range(calls):
                     t0 = time.perf_counter()
                     try:
@@ -239,7 +242,7 @@ async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> d
 def report(name: str, r: dict[str, Any]) -> None:
     print(
         f"{name:<34} {r['calls_per_s']:8.0f} calls/s  p50 {r['p50_ms']:7.1f} ms  "
-        f"p99 {r['p99_ms']:7.1f} ms  errors {r['errors']:4d}/{r['calls']}  "
+        f"p99 {r['p99_ms']:7.1f} ms  errors {r['errors']:4.0f}/{r['calls']:.0f}  "
         f"RSS {r['mem_start_mb']:.0f} -> {r['mem_mid_mb']:.0f} -> {r['mem_end_mb']:.0f} MB",
         flush=True,
     )
@@ -322,7 +325,16 @@ def run_round(which: list[str], opts: argparse.Namespace) -> dict[str, dict[str,
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument(
+        "--clients",
+        default="64",
+        help="clients at once; a comma-separated list (1,8,64) runs each in turn",
+    )
+    ap.add_argument(
+        "--era",
+        default="2026-07-28",
+        help="protocol era: 2026-07-28 (mcp.Client mode auto), handshake (mode legacy), or both",
+    )
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--only", choices=["one", "replicas", "sdk", "before"], action="append")
     ap.add_argument(
@@ -349,21 +361,45 @@ def main() -> None:
         help="runtime.isolation of the served project (default: process)",
     )
     opts = ap.parse_args()
-    global ISOLATION
+    global ISOLATION, MODE
     ISOLATION = opts.isolation
     which = opts.only or ["sdk", "one", "replicas"]
+    if opts.before and "before" not in which and not opts.only:
+        which.insert(1, "before")
+    eras = ["handshake", "2026-07-28"] if opts.era == "both" else [opts.era]
+    table = []
+    for era in eras:
+        MODE = "legacy" if era == "handshake" else "auto"
+        for clients in [int(c) for c in str(opts.clients).split(",")]:
+            one = argparse.Namespace(**{**vars(opts), "clients": clients})
+            results = run_config(which, one, era)
+            table.append((clients, era, results))
+    if len(table) > 1 or opts.rounds > 1:
+        print(
+            "\nsummary (medians of rounds): clients | era | server | calls/s | p50 | p99 | errors"
+        )
+        for clients, era, results in table:
+            for key, r in results.items():
+                print(
+                    f"{clients:3d} | {era:10s} | {LABELS[key]:34s} | {r['calls_per_s']:6.0f}/s | "
+                    f"{r['p50_ms']:6.1f} ms | {r['p99_ms']:6.1f} ms | {r['errors']:.0f}"
+                )
+        print(f"load average at the end {os.getloadavg()}")
+
+
+def run_config(which: list[str], opts: argparse.Namespace, era: str) -> dict[str, Any]:
     print(
         f"{opts.clients} clients x {opts.calls} calls each, streamable HTTP, protocol "
-        f"2026-07-28; isolation {opts.isolation}; python {sys.version.split()[0]}, "
+        f"{era}; isolation {opts.isolation}; python {sys.version.split()[0]}, "
         f"{os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
-    if opts.before and "before" not in which and not opts.only:
-        which.insert(1, "before")
     rounds: dict[str, list[dict[str, Any]]] = {}
-    for _ in range(opts.rounds):
-        for key, r in run_round(which, opts).items():
+    for i in range(opts.rounds):
+        # Alternate which server goes first, so drift in a busy machine hits both.
+        flipped = argparse.Namespace(**{**vars(opts), "reverse": opts.reverse ^ bool(i % 2)})
+        for key, r in run_round(which, flipped).items():
             rounds.setdefault(key, []).append(r)
     results = {k: median_result(v) for k, v in rounds.items()}
     if opts.rounds > 1:
@@ -379,6 +415,7 @@ def main() -> None:
                     f"(p50 {statistics.fmean([results[key]['p50_ms']]):.1f} ms vs "
                     f"{results['sdk']['p50_ms']:.1f} ms)"
                 )
+    return results
 
 
 if __name__ == "__main__":
