@@ -26,6 +26,7 @@ import itertools
 import json
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -665,6 +666,7 @@ class HarnessMCPServer:
             timeout_graceful_shutdown=2,
         )
         server = uvicorn.Server(config)
+        self._warm_workers()
         async with anyio.create_task_group() as tg:
             if self.watch:
                 tg.start_soon(self.watch_loop)
@@ -681,6 +683,17 @@ class HarnessMCPServer:
             )
             await server.serve(sockets=[sock])
             tg.cancel_scope.cancel()
+
+    def _warm_workers(self) -> None:
+        """Start the script worker pool in the background (process isolation): a server
+        under load must not make its first callers wait for worker processes to start,
+        one after another (issue 26 item 3: the p99 of the first calls)."""
+        h = self.gen.harness
+        if h.config.runtime.isolation != "process":
+            return
+        warm = getattr(h.runtime, "warm", None)
+        if warm is not None:
+            threading.Thread(target=warm, name="harness-warm-workers", daemon=True).start()
 
     def tool_count(self) -> int:
         """Tools listed now (those of deferred upstream servers neither started nor
