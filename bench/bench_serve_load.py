@@ -57,6 +57,16 @@ script: |
 ---
 Add two integers.
 """
+SLOW_TOOL = """\
+---
+timeout_ms: 20000
+script: |
+  def run(args):
+      sleep(10000)
+      return "slept"
+---
+Sleep 10 s (--slow: one client keeps one running).
+"""
 HOOK = """\
 ---
 event: tool.pre
@@ -80,6 +90,15 @@ mcp = MCPServer("sdk")
 def add(a: int, b: int) -> int:
     \"\"\"Add two integers.\"\"\"
     return a + b
+
+
+@mcp.tool()
+async def slow() -> str:
+    \"\"\"Sleep 10 s.\"\"\"
+    import asyncio
+
+    await asyncio.sleep(10)
+    return "slept"
 
 
 app = mcp.streamable_http_app()
@@ -106,6 +125,9 @@ def rss_mb(pid: int) -> float:
 
 # One bearer token per client (clients beyond share them): each is its own identity.
 TOKENS = [f"bench-client-{i:03d}-{secrets.token_urlsafe(12)}" for i in range(64)]
+SLOW_TOKEN = f"bench-slow-client-{secrets.token_urlsafe(12)}"  # --slow: an identity of its own
+WARMUP = 5  # --warmup: untimed calls per client before the timed ones
+SLOW = False  # --slow: one more client keeps a 10 s call running during the measurement
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
@@ -131,6 +153,7 @@ def project(folder: Path, state: str) -> Path:
         HARNESS_MD.replace("STATE", state).replace("ISOLATION", ISOLATION)
     )
     (folder / ".harness" / "tools" / "add.md").write_text(TOOL)
+    (folder / ".harness" / "tools" / "slow.md").write_text(SLOW_TOOL)
     (folder / ".harness" / "hooks" / "guard.md").write_text(HOOK)
     return folder
 
@@ -138,7 +161,7 @@ def project(folder: Path, state: str) -> Path:
 def start(
     argv: list[str], port: int, cwd: Path, stack: ExitStack, pythonpath: str | None = None
 ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "BENCH_TOKENS": ",".join(TOKENS)}
+    env = {**os.environ, "BENCH_TOKENS": ",".join([*TOKENS, SLOW_TOKEN])}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     proc = subprocess.Popen(
@@ -187,7 +210,7 @@ def harness_argv(root: Path, port: int) -> list[str]:
 MODE = "auto"  # mcp.Client mode: "auto" negotiates 2026-07-28, "legacy" the handshake era
 
 
-async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> dict[str, Any]:
+async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> dict[str, Any]:  # noqa: C901
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -205,6 +228,7 @@ async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> d
             token = TOKENS[i % len(TOKENS)]
             http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
             async with Client(streamable_http_client(url, http_client=http), mode=MODE) as c:
+                await warm_up(c, i)
                 for k in range(calls):
                     t0 = time.perf_counter()
                     try:
@@ -219,10 +243,57 @@ async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> d
                         memory["middle"] = sum(rss_mb(p) for p in pids)
         except Exception:  # noqa: BLE001 - a client that cannot connect: all its calls fail
             errors += calls
+            await arrive()
 
-    start = time.perf_counter()
+    # Every client connects and makes WARMUP untimed calls (the server's first calls:
+    # harness's worker processes, compiled scripts), then all start timing together.
+    go = asyncio.Event()
+    ready = 0
+    started: list[float] = []
+
+    async def arrive() -> None:
+        nonlocal ready
+        ready += 1
+        if ready == clients:
+            started.append(time.perf_counter())
+            go.set()
+        await go.wait()
+
+    async def warm_up(c: Any, i: int) -> None:
+        nonlocal errors
+        for k in range(WARMUP):
+            try:
+                res = await c.call_tool("add", {"a": k, "b": i})
+                if res.is_error:
+                    errors += 1
+            except Exception:  # noqa: BLE001 - counted
+                errors += 1
+        await arrive()
+
+    finished = asyncio.Event()
+    slow_calls = 0
+
+    async def slow_client() -> None:
+        nonlocal slow_calls
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {SLOW_TOKEN}"}, timeout=60)
+        async with Client(streamable_http_client(urls[0], http_client=http), mode=MODE) as c:
+            while not finished.is_set():
+                res = await c.call_tool("slow", {})
+                assert not res.is_error, res
+                slow_calls += 1
+
+    slow_task = asyncio.create_task(slow_client()) if SLOW else None
+    if slow_task is not None:
+        await asyncio.sleep(1.0)  # the slow call is running before the others start
     await asyncio.gather(*(one(i) for i in range(clients)))
-    wall = time.perf_counter() - start
+    wall = time.perf_counter() - started[0]
+    finished.set()
+    if slow_task is not None:
+        slow_task.cancel()
+        try:
+            await slow_task
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - cut short on purpose
+            pass
     memory["end"] = sum(rss_mb(p) for p in pids)
     latencies.sort()
     n = len(latencies)
@@ -355,14 +426,28 @@ def main() -> None:
         help="run the servers in reverse order (to see drift in a busy machine)",
     )
     ap.add_argument(
+        "--warmup",
+        type=int,
+        default=5,
+        help="untimed calls each client makes first (both servers alike)",
+    )
+    ap.add_argument(
+        "--slow",
+        action="store_true",
+        help="one more client (an identity of its own) keeps a 10 s call running "
+        "while the others are measured (fairness)",
+    )
+    ap.add_argument(
         "--isolation",
         choices=["process", "inprocess"],
         default="process",
         help="runtime.isolation of the served project (default: process)",
     )
     opts = ap.parse_args()
-    global ISOLATION, MODE
+    global ISOLATION, MODE, SLOW, WARMUP
     ISOLATION = opts.isolation
+    SLOW = opts.slow
+    WARMUP = opts.warmup
     which = opts.only or ["sdk", "one", "replicas"]
     if opts.before and "before" not in which and not opts.only:
         which.insert(1, "before")
