@@ -121,13 +121,17 @@ def key(spec: ServerSpec, config: Config) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _harness_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+def _harness_version() -> list[object]:
+    """What stands for the harness version: the size and mtime of the modules that turn
+    a listing into tools (an upgrade rewrites them). importlib.metadata would cost more
+    than reading the cache."""
+    from harness.upstream import mapping
 
-    try:
-        return version("harness-md")  # harness.DISTRIBUTION (importing it is a cycle)
-    except PackageNotFoundError:  # pragma: no cover - running from a checkout
-        return "0"
+    out: list[object] = []
+    for path in (__file__, mapping.__file__):
+        st = os.stat(path)
+        out += [st.st_size, st.st_mtime_ns]
+    return out
 
 
 def path_of(config: Config, name: str) -> Path | None:
