@@ -123,6 +123,31 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def tree_cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user + system) of ``pids`` and every live descendant (harness's
+    worker processes are children of the server): what the server side spent."""
+    stats: dict[int, tuple[int, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    total, todo, seen = 0.0, list(pids), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid not in stats:
+            continue
+        seen.add(pid)
+        total += stats[pid][1]
+        todo += [p for p, (ppid, _) in stats.items() if ppid == pid]
+    return total
+
+
 # One bearer token per client (clients beyond share them): each is its own identity.
 TOKENS = [f"bench-client-{i:03d}-{secrets.token_urlsafe(12)}" for i in range(64)]
 SLOW_TOKEN = f"bench-slow-client-{secrets.token_urlsafe(12)}"  # --slow: an identity of its own
@@ -250,12 +275,14 @@ async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> d
     go = asyncio.Event()
     ready = 0
     started: list[float] = []
+    cpu: list[float] = []
 
     async def arrive() -> None:
         nonlocal ready
         ready += 1
         if ready == clients:
             started.append(time.perf_counter())
+            cpu.append(tree_cpu_s(pids))
             go.set()
         await go.wait()
 
@@ -287,6 +314,7 @@ async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> d
         await asyncio.sleep(1.0)  # the slow call is running before the others start
     await asyncio.gather(*(one(i) for i in range(clients)))
     wall = time.perf_counter() - started[0]
+    cpu_s = tree_cpu_s(pids) - cpu[0]
     finished.set()
     if slow_task is not None:
         slow_task.cancel()
@@ -302,6 +330,7 @@ async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> d
         "errors": errors,
         "wall_s": wall,
         "calls_per_s": n / wall,
+        "server_cpu_ms_per_call": 1000 * cpu_s / n if n else float("nan"),
         "p50_ms": 1000 * latencies[n // 2] if n else float("nan"),
         "p99_ms": 1000 * latencies[min(n - 1, int(n * 0.99))] if n else float("nan"),
         "mem_start_mb": memory["start"],
@@ -314,6 +343,7 @@ def report(name: str, r: dict[str, Any]) -> None:
     print(
         f"{name:<34} {r['calls_per_s']:8.0f} calls/s  p50 {r['p50_ms']:7.1f} ms  "
         f"p99 {r['p99_ms']:7.1f} ms  errors {r['errors']:4.0f}/{r['calls']:.0f}  "
+        f"server CPU {r['server_cpu_ms_per_call']:.2f} ms/call  "
         f"RSS {r['mem_start_mb']:.0f} -> {r['mem_mid_mb']:.0f} -> {r['mem_end_mb']:.0f} MB",
         flush=True,
     )
@@ -461,13 +491,15 @@ def main() -> None:
             table.append((clients, era, results))
     if len(table) > 1 or opts.rounds > 1:
         print(
-            "\nsummary (medians of rounds): clients | era | server | calls/s | p50 | p99 | errors"
+            "\nsummary (medians of rounds): clients | era | server | calls/s | p50 | p99 | "
+            "errors | server CPU ms/call"
         )
         for clients, era, results in table:
             for key, r in results.items():
                 print(
                     f"{clients:3d} | {era:10s} | {LABELS[key]:34s} | {r['calls_per_s']:6.0f}/s | "
-                    f"{r['p50_ms']:6.1f} ms | {r['p99_ms']:6.1f} ms | {r['errors']:.0f}"
+                    f"{r['p50_ms']:6.1f} ms | {r['p99_ms']:6.1f} ms | {r['errors']:.0f} | "
+                    f"{r['server_cpu_ms_per_call']:.2f}"
                 )
         print(f"load average at the end {os.getloadavg()}")
 
