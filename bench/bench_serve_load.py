@@ -152,7 +152,7 @@ def tree_cpu_s(pids: list[int]) -> float:
 TOKENS = [f"bench-client-{i:03d}-{secrets.token_urlsafe(12)}" for i in range(64)]
 SLOW_TOKEN = f"bench-slow-client-{secrets.token_urlsafe(12)}"  # --slow: an identity of its own
 WARMUP = 5  # --warmup: untimed calls per client before the timed ones
-SLOW = False  # --slow: one more client keeps a 10 s call running during the measurement
+SLOW = False  # --slow: harness measured again with one more client running a 10 s call
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
@@ -235,7 +235,9 @@ def harness_argv(root: Path, port: int) -> list[str]:
 MODE = "auto"  # mcp.Client mode: "auto" negotiates 2026-07-28, "legacy" the handshake era
 
 
-async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> dict[str, Any]:  # noqa: C901
+async def drive(  # noqa: C901
+    urls: list[str], clients: int, calls: int, pids: list[int], slow: bool = False
+) -> dict[str, Any]:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -309,7 +311,7 @@ async def drive(urls: list[str], clients: int, calls: int, pids: list[int]) -> d
                 assert not res.is_error, res
                 slow_calls += 1
 
-    slow_task = asyncio.create_task(slow_client()) if SLOW else None
+    slow_task = asyncio.create_task(slow_client()) if slow else None
     if slow_task is not None:
         await asyncio.sleep(1.0)  # the slow call is running before the others start
     await asyncio.gather(*(one(i) for i in range(clients)))
@@ -353,6 +355,7 @@ LABELS = {
     "sdk": "MCP SDK MCPServer (Python add)",
     "before": "harness serve (before)",
     "one": "harness serve (1 process)",
+    "one+slow": "harness serve, a 10 s call running",
     "replicas": "harness serve (2 replicas, Redis)",
 }
 
@@ -387,10 +390,16 @@ def run_round(which: list[str], opts: argparse.Namespace) -> dict[str, dict[str,
                 stack,
                 pythonpath=opts.before if key == "before" else None,
             )
-            results[key] = asyncio.run(
-                drive([f"http://127.0.0.1:{port}/mcp"], opts.clients, opts.calls, [proc.pid])
-            )
-            report(LABELS[key], results[key])
+            # --slow: the same server measured with and without a 10 s call running,
+            # in turn (the order alternates with the rounds).
+            url = f"http://127.0.0.1:{port}/mcp"
+            order = [False, True] if SLOW else [False]
+            for slow in reversed(order) if opts.reverse else order:
+                name = f"{key}+slow" if slow else key
+                results[name] = asyncio.run(
+                    drive([url], opts.clients, opts.calls, [proc.pid], slow=slow)
+                )
+                report(LABELS[name], results[name])
             stack.close()
         if "replicas" in which:
             sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
