@@ -17,6 +17,14 @@ calls/s, p50 and p99 latency, errors, and the server's resident memory at the st
 middle and end of the run (growth = end - middle, after warm-up). Not a test.
 
     .venv/bin/python bench/bench_serve_load.py [--clients 64] [--calls 300]
+    # issue 26: both eras, 1/8/64 clients, servers alternating, medians of 3 rounds
+    .venv/bin/python bench/bench_serve_load.py --clients 1,8,64 --calls 100 \
+        --only one --only sdk --era both --rounds 3
+    # fairness: the same server without and with one identity running a 10 s call
+    .venv/bin/python bench/bench_serve_load.py --clients 8 --calls 100 --only one --slow
+
+Each client first makes --warmup (5) untimed calls; "server CPU" is the CPU time of
+the server and its worker processes per timed call.
 """
 
 from __future__ import annotations
