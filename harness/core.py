@@ -335,7 +335,6 @@ class Harness:
         """Drive a model with these tools (docs/spec.md §13); see ``harness.agent``."""
         from harness.agent.loop import run_agent
 
-        self.connect_uncached()  # the model is offered every server's tools
         return run_agent(self, prompt, **options)
 
     @property

@@ -217,3 +217,25 @@ def test_the_cache_is_where_no_sandboxed_command_can_write(tmp_path: Path) -> No
     config = harness.load(root).project.config
     folder = listing_cache.cache_dir(config)
     assert folder is not None and config.workspace not in folder.parents
+
+
+def test_an_agent_run_offers_upstream_tools_from_the_cache(tmp_path: Path, monkeypatch) -> None:
+    """``run_agent`` (``h.run``, ``harness run``) starts only the servers whose tools are
+    not cached, so the model is offered every server's tools either way."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
+    from fake_servers import FakeModelServer, Reply
+
+    root, log = counted(tmp_path)
+    md = root / "harness.md"
+    md.write_text(
+        md.read_text().replace(
+            "---\nA test", "model: {provider: openai, name: m, api_key_env: LAZY_KEY}\n---\nA test"
+        )
+    )
+    monkeypatch.setenv("LAZY_KEY", "k")
+    for expected_starts in (1, 1):  # cold: started once to list; warm: not started
+        with FakeModelServer("openai", [Reply(text="done")]) as model, harness.load(root) as h:
+            assert h.run("hello", base_url=model.base_url).text == "done"
+            offered = [t["function"]["name"] for t in model.requests[0].body["tools"]]
+        assert "sdk_echo" in offered and "hello" in offered
+        assert starts(log) == expected_starts
