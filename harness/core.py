@@ -139,19 +139,41 @@ class Harness:
 
     @property
     def tools(self) -> dict[str, ToolSpec]:
-        """Exposed tools by name, sorted (enabled and not deferred)."""
-        self._sync_upstream(start=True)
-        return {
-            n: t
-            for n, t in sorted(self._tools.items())
-            if t.enabled and t.loading == "always" and policy_allows(self.config, n)
-        }
+        """Exposed tools by name, sorted (enabled and not deferred). Starts nothing: the
+        tools of an upstream server not started come from its cached listing (missing
+        when there is none; :meth:`connect_tools` starts the servers)."""
+        return _exposed(self.config, self._known())
 
     @property
     def all_tools(self) -> dict[str, ToolSpec]:
-        """Every loaded tool, including disabled and deferred ones."""
+        """Every known tool, including disabled and deferred ones. Starts nothing (see
+        :attr:`tools`; :meth:`connect_all_tools` starts the servers)."""
+        return dict(sorted(self._known().items()))
+
+    def connect_tools(self) -> dict[str, ToolSpec]:
+        """:attr:`tools`, after starting every upstream server not running (seconds)."""
+        self._sync_upstream(start=True)
+        return _exposed(self.config, self._tools)
+
+    def connect_all_tools(self) -> dict[str, ToolSpec]:
+        """:attr:`all_tools`, after starting every upstream server not running (seconds)."""
         self._sync_upstream(start=True)
         return dict(sorted(self._tools.items()))
+
+    def connect_uncached(self) -> None:
+        """Start the upstream servers whose tools are known neither live nor from the
+        cache (so that :attr:`tools` holds every server's tools)."""
+        if self._upstream is not None and not self._closed:
+            self._upstream.start_uncached()
+
+    def _known(self) -> Mapping[str, ToolSpec]:
+        """The loaded tools and, for upstream servers not started, their cached tools."""
+        self._sync_upstream(start=False)
+        up = self._upstream
+        cached = up.cached_tools() if up is not None else None
+        if not cached:
+            return self._tools
+        return join_upstream(self._tools, cached, up.server_of)[0]
 
     @property
     def loaded_tools(self) -> Mapping[str, ToolSpec]:
@@ -379,6 +401,14 @@ class Harness:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _exposed(config: Any, tools: Mapping[str, ToolSpec]) -> dict[str, ToolSpec]:
+    return {
+        n: t
+        for n, t in sorted(tools.items())
+        if t.enabled and t.loading == "always" and policy_allows(config, n)
+    }
 
 
 def _shutdown(runtimes: list[ScriptRuntime], audit: AuditLog | None) -> None:

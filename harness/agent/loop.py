@@ -185,6 +185,9 @@ def run_agent(
     limit = config.limits.max_tool_calls_per_turn if max_rounds is None else max_rounds
     if limit < 0:
         raise ModelConfigError(f"max rounds must be >= 0, got {limit}")
+    connect = getattr(harness, "connect_uncached", None)
+    if connect is not None:
+        connect()  # upstream servers with no cached listing: the model is offered their tools
     with ExitStack() as stack:
         if client is None:
             client = stack.enter_context(httpx.Client(timeout=TIMEOUT))

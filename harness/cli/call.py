@@ -105,7 +105,11 @@ def command(
         for p in exc.problems:
             click.echo(p.render(), err=True)
         raise CliError(exit_code=exc.exit_code) from None
-    spec = h.all_tools.get(tool)
+    spec = h.all_tools.get(tool)  # starts nothing: a local call never starts a server
+    up = h.upstream
+    if pairs and up is not None and up.server_of(tool) is not None:
+        found = up.resolve(tool)  # the call starts this server anyway: its live schema
+        spec = found[0] if found is not None else spec
     properties = spec.input_schema.get("properties", {}) if spec is not None else {}
     for key, raw in pairs:
         payload[key] = _arg_value(raw, properties.get(key))

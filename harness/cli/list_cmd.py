@@ -147,12 +147,19 @@ def json_listing(project: Project, verbose: bool = False) -> dict[str, Any]:
     is_flag=True,
     help="Also show each tool's and hook's timeout and the setting it comes from.",
 )
-def command(root: Path | None, fmt: str, verbose: bool) -> None:
+@click.option(
+    "--refresh",
+    is_flag=True,
+    help="Start each upstream MCP server and list its tools again (rewrites the cached "
+    "listing in .harness/state/upstream/); without it a cached listing is used.",
+)
+def command(root: Path | None, fmt: str, verbose: bool, refresh: bool) -> None:
     """List tools (one-line description; deferred/disabled marked) and hooks."""
     project = load_or_exit(root)
     from harness.upstream.check import include_upstream
 
-    project = include_upstream(project)  # upstream MCP servers' tools too
+    # Upstream MCP servers' tools too: cached, or listed by starting the server.
+    project = include_upstream(project, refresh)
     if fmt == "json":
         click.echo(render.dumps(json_listing(project, verbose)))
     else:

@@ -62,12 +62,19 @@ def find_tool(project: Project, name: str, fmt: str) -> ToolSpec:
     show_default=True,
     help="Provider format.",
 )
-def command(tool: str | None, root: Path | None, fmt: str) -> None:
+@click.option(
+    "--refresh",
+    is_flag=True,
+    help="Start each upstream MCP server and list its tools again (rewrites the cached "
+    "listing); without it a cached listing is used.",
+)
+def command(tool: str | None, root: Path | None, fmt: str, refresh: bool) -> None:
     """Print tool definitions as sent to a provider (all tools, or TOOL alone)."""
     project = load_or_exit(root)
     from harness.upstream.check import include_upstream
 
-    project = include_upstream(project)  # upstream MCP servers' tools too
+    # Upstream MCP servers' tools too: cached, or listed by starting the server.
+    project = include_upstream(project, refresh)
     tools = [project.tools[n] for n in sorted(project.tools)]
     if tool is None:
         click.echo(render.dumps(definitions(tools, fmt)))

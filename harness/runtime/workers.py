@@ -355,6 +355,24 @@ class _Pool:
         w.close_files()
         return None
 
+    def warm(self, n: int) -> None:
+        """Start workers until ``n`` exist (at most the pool's size): a server about to
+        take load starts them ahead, so no first caller waits for a process to start."""
+        while True:
+            with self.cond:
+                if self.closed or self.count >= min(n, self.size):
+                    return
+                self.count += 1
+            try:
+                new = self._start()  # frees the slot itself if it fails
+            except OSError:
+                return
+            if new is None:
+                return
+            with self.cond:
+                self.idle.insert(0, new)
+                self.cond.notify()
+
     def release(self, w: _Worker) -> None:
         with self.cond:
             self.busy.discard(w)
@@ -530,6 +548,10 @@ class ProcessRuntime:
             ctx,
             timeout_ms,
         )
+
+    def warm(self, n: int | None = None) -> None:
+        """Start ``n`` workers (default: ``limits.max_concurrency``) ahead of the calls."""
+        self._pool.warm(self._pool.size if n is None else n)
 
     def close(self) -> None:
         """Kill every worker (and its process group) and wait for them."""

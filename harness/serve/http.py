@@ -275,8 +275,10 @@ def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
         raise ServeError(
             f'cannot listen on "{host}": {exc.strerror}; use an IP address or a name that resolves'
         ) from None
-    family, _, _, _, addr = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, _, proto, _, addr = infos[0]
+    # The protocol number too (IPPROTO_TCP): asyncio turns Nagle's algorithm off only on
+    # sockets that say they are TCP, and accepted sockets inherit it from this one.
+    sock = socket.socket(family, socket.SOCK_STREAM, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(addr)

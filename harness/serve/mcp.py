@@ -26,6 +26,7 @@ import itertools
 import json
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -357,7 +358,7 @@ class HarnessMCPServer:
 
     def visible_names(self, client: Client) -> list[str]:
         h = client.gen.harness
-        loaded = h.loaded_tools
+        loaded = _known(h)
         names = {
             n
             for n, t in loaded.items()
@@ -382,9 +383,10 @@ class HarnessMCPServer:
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         up = self.gen.harness.upstream
         if up is not None and up.pending():
-            # Deferred upstream servers start on the first listing: seconds, so on a
-            # worker thread, never on the event loop (other clients are served meanwhile).
-            await anyio.to_thread.run_sync(up.start_all)
+            # A deferred upstream server with no cached listing starts on the first
+            # listing: seconds, so on a worker thread, never on the event loop (other
+            # clients are served meanwhile). One with a cached listing is listed from it.
+            await anyio.to_thread.run_sync(up.start_uncached)
         client = self._client(ctx)
         tools = [types.Tool.model_validate(d) for d in self.list_definitions(client)]
         return types.ListToolsResult(tools=tools)
@@ -684,6 +686,7 @@ class HarnessMCPServer:
             timeout_graceful_shutdown=2,
         )
         server = uvicorn.Server(config)
+        self._warm_workers()
         async with anyio.create_task_group() as tg:
             if self.watch:
                 tg.start_soon(self.watch_loop)
@@ -701,12 +704,24 @@ class HarnessMCPServer:
             await server.serve(sockets=[sock])
             tg.cancel_scope.cancel()
 
+    def _warm_workers(self) -> None:
+        """Start the script worker pool in the background (process isolation): a server
+        under load must not make its first callers wait for worker processes to start,
+        one after another (issue 26 item 3: the p99 of the first calls)."""
+        h = self.gen.harness
+        if h.config.runtime.isolation != "process":
+            return
+        warm = getattr(h.runtime, "warm", None)
+        if warm is not None:
+            threading.Thread(target=warm, name="harness-warm-workers", daemon=True).start()
+
     def tool_count(self) -> int:
-        """Tools listed now (those of deferred upstream servers not started yet aside)."""
+        """Tools listed now (those of deferred upstream servers neither started nor
+        cached aside)."""
         h = self.gen.harness
         return sum(
             1
-            for n, t in h.loaded_tools.items()
+            for n, t in _known(h).items()
             if t.enabled and t.loading == "always" and policy_allows(h.config, n)
         )
 
@@ -759,3 +774,9 @@ _SESSION_ID = re.compile(r"session id|[0-9a-f]{16,}", re.IGNORECASE)
 def _no_session_ids(record: logging.LogRecord) -> bool:
     """Drop SDK records that carry a session id (a bearer credential for the session)."""
     return _SESSION_ID.search(record.getMessage()) is None
+
+
+def _known(h: Harness) -> Mapping[str, Any]:
+    """The tools a listing shows: loaded ones and, for upstream servers not started,
+    their cached ones (never starts a server: this runs on the event loop)."""
+    return h.loaded_tools if h.upstream is None else h.all_tools

@@ -124,14 +124,20 @@ def _export_clashes(project: Project, up: Upstream) -> list[Problem]:
     return out
 
 
-def include_upstream(project: Project) -> Project:
-    """``project`` with the tools of its upstream servers (started, then stopped)."""
+def include_upstream(project: Project, refresh: bool = False) -> Project:
+    """``project`` with the tools of its upstream servers: from each server's cached
+    listing (listing_cache.py) when there is one and not ``refresh``, else listed by
+    starting the server (then stopped), which writes the cache."""
     if not project.servers:
         return project
     up = Upstream(project.servers, project.config)
     try:
-        up.start_all()
-        tools, left_out = join_upstream(project.tools, up.tools(), up.server_of)
+        if refresh:
+            up.start_all()
+        else:
+            up.start_uncached()
+        listed = {**up.cached_tools(), **up.tools()}
+        tools, left_out = join_upstream(project.tools, listed, up.server_of)
     finally:
         up.close()
     for why in left_out.values():

@@ -3,7 +3,8 @@
 Each upstream tool becomes a script-less :class:`ToolSpec` whose handler calls the
 server, so it runs through the same six pipeline steps as every other tool (the seam
 ``Harness.bind`` already uses). This module owns the connections: it starts a server on
-first use (or at load with ``loading: eager``), caches its tool listing, refreshes it on
+first use (or at load with ``loading: eager``), caches its tool listing (in memory, and
+on disk: :mod:`harness.upstream.listing_cache`), refreshes it on
 ``notifications/tools/list_changed``, retries by policy, restarts a server that crashed
 or hung, and stops every server on :meth:`Upstream.close`.
 """
@@ -22,6 +23,7 @@ from typing import Any
 from harness.artifacts.model import ToolSpec
 from harness.artifacts.servers import ServerSpec
 from harness.config import Config
+from harness.upstream import listing_cache
 from harness.upstream.connection import Connection, Loop, UpstreamFailure, new_errlog
 from harness.upstream.egress import EgressProxy
 from harness.upstream.launch import LaunchError, after_stop, http_transport, stdio_launch
@@ -51,6 +53,8 @@ class Upstream:
         self._server_locks = {n: threading.Lock() for n in self.servers}
         self._conns: dict[str, Connection] = {}
         self._listings: dict[str, Listing] = {}
+        # The on-disk listings of servers not started (read once, on first ask).
+        self._cached: dict[str, listing_cache.Entry | None] = {}
         self._failed: dict[str, str] = {}
         self._closed = False
 
@@ -157,6 +161,14 @@ class Upstream:
         return conn
 
     async def _list(self, conn: Connection) -> Listing:
+        """The tools ``conn`` offers now, kept in the on-disk cache too."""
+        tools = await self._list_raw(conn)
+        info = getattr(conn.client, "server_info", None)
+        version = str(getattr(info, "version", "") or "")
+        await asyncio.to_thread(listing_cache.write, conn.spec, self.config, tools, version)
+        return build_listing(conn.spec, tools)
+
+    async def _list_raw(self, conn: Connection) -> list[Any]:
         spec = conn.spec
         tools: list[Any] = []
         cursor = None
@@ -168,17 +180,18 @@ class Upstream:
             cursor = page.next_cursor
             if not cursor:
                 break
-        return build_listing(spec, tools)
+        return tools
 
     def _set_listing(self, name: str, listing: Listing) -> None:
         with self._lock:
             old = self._listings.get(name)
+            # What clients were shown: the live listing, else the cached one.
+            entry = self._cached.get(name) if old is None else None
+            shown = old if old is not None else (entry.listing if entry else None)
             self._listings[name] = listing
             if old is None or listing_shape(old) != listing_shape(listing):
                 self.version += 1
-                changed = True
-            else:
-                changed = False
+            changed = shown is None or listing_shape(shown) != listing_shape(listing)
         if changed:
             for fn in list(self.listeners):
                 try:
@@ -196,6 +209,8 @@ class Upstream:
             try:
                 self._set_listing(name, await self._list(conn))
             except Exception as exc:  # noqa: BLE001
+                # The cached listing is out of date now: a later run lists again.
+                listing_cache.drop(self.servers[name], self.config)
                 log.warning(
                     'upstream server "%s": listing tools after list_changed failed: %s',
                     name,
@@ -216,8 +231,35 @@ class Upstream:
                 self._try_start(name)
 
     def pending(self) -> bool:
-        """Whether start_all() has a server left to start (it may block for seconds)."""
-        return any(n not in self._listings and n not in self._failed for n in self.servers)
+        """Whether start_uncached() has a server left to start (it may block for seconds)."""
+        return any(self._uncached(n) for n in self.servers)
+
+    def _uncached(self, name: str) -> bool:
+        return name not in self._listings and name not in self._failed and not self.cached(name)
+
+    def start_uncached(self) -> None:
+        """Start every server whose tools are known neither live nor from the cache."""
+        for name in self.servers:
+            if self._uncached(name):
+                self._try_start(name)
+
+    def cached(self, name: str) -> listing_cache.Entry | None:
+        """The on-disk listing of ``name`` (read once; never starts anything)."""
+        if name not in self._cached:
+            self._cached[name] = listing_cache.read(self.servers[name], self.config)
+        return self._cached[name]
+
+    def cached_tools(self) -> dict[str, ToolSpec]:
+        """Tools of the servers not started, from the cache: to list, never to call (a
+        call starts the server and validates against the listing it gives then)."""
+        out: dict[str, ToolSpec] = {}
+        for name in self.servers:
+            if name in self._listings or name in self._failed:
+                continue
+            entry = self.cached(name)
+            if entry is not None:
+                out.update(entry.listing.specs)
+        return out
 
     def _try_start(self, name: str) -> None:
         try:

@@ -126,7 +126,7 @@ def test_upstream_tools_never_clash_with_local_tools_or_other_servers(
     )
     caplog.set_level(logging.WARNING)
     with harness.load(root) as h:
-        tools = h.tools
+        tools = h.connect_tools()
         for fmt in FORMATS:
             names = exported_names(h, fmt)
             assert len(names) == len(set(names)), (fmt, names)
@@ -196,7 +196,7 @@ def test_every_path_to_an_export_name_goes_through_the_one_rule(
     root = project(tmp_path / "p", {"srv": [{"name": "x.y"}, {"name": "x_y"}]}, ("run_command",))
     with harness.load(root) as h, h.session() as s:
         # 2. Upstream listings (same server) were covered above; here they meet the rest.
-        assert "srv.x.y" in h.tools and "srv.x_y" not in h.tools
+        assert "srv.x.y" in h.connect_tools() and "srv.x_y" not in h.tools
         # 3. Tools a model registers.
         refused = s.call("register", {"name": "run.command"})
         assert refused.is_error and 'existing tool "run_command"' in (refused.error or "")

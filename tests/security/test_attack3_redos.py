@@ -234,7 +234,7 @@ def test_an_upstream_tool_whose_pattern_no_linear_engine_runs_is_refused_by_name
         import json
         import harness
         with harness.load(".") as h:
-            names = sorted(h.tools)
+            names = sorted(h.connect_tools())
             results = [h.call(n, {"user": "bob"}) for n in ("srv.peek", "srv.pairs", "srv.plain")]
             print(json.dumps([names, [[r.is_error, r.error or r.text] for r in results]]))
         """,

@@ -39,10 +39,10 @@ def test_git_server_tools_hooks_and_read_only_git(tmp_path: Path, make) -> None:
         "tools": {"deny": ["git_reset", "git_checkout"]},
     }
     h = make(ws, {"git": server}, hooks={"no_status": BLOCK_STATUS}, config=INPROCESS)
-    names = {n for n in h.tools if n.startswith("git.")}
+    names = {n for n in h.connect_tools() if n.startswith("git.")}
     assert {"git.git_status", "git.git_diff_unstaged", "git.git_log", "git.git_add"} <= names
     assert "git.git_reset" not in names and "git.git_checkout" not in names
-    assert h.tools["git.git_log"].annotations["read_only"] is True
+    assert h.connect_tools()["git.git_log"].annotations["read_only"] is True
     blocked = h.call("git.git_status", {"repo_path": "."})
     assert blocked.blocked_by == "no_status"
     assert blocked.error == 'blocked by hook "no_status": status is off limits in this test'

@@ -69,7 +69,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Harness]
 
 def test_sdk_tools_are_registry_tools_with_schemas(plain: harness.Harness) -> None:
     h = plain
-    tools = h.tools
+    tools = h.connect_tools()
     assert "sdk.echo" in tools and "sdk.write_once" in tools
     add = tools["sdk.add"]
     assert add.description == "Add two integers."
@@ -103,7 +103,7 @@ def test_upstream_is_error_is_an_error_result(plain: harness.Harness) -> None:
 
 def test_third_party_time_server(tmp_path: Path, make) -> None:
     h = make(tmp_path, {"time": {"command": [TIME_SERVER]}}, config=INPROCESS)
-    assert {"time.get_current_time", "time.convert_time"} <= set(h.tools)
+    assert {"time.get_current_time", "time.convert_time"} <= set(h.connect_tools())
     r = h.call("time.get_current_time", {"timezone": "UTC"})
     assert not r.is_error, r.error
     assert r.value["timezone"] == "UTC" and "datetime" in r.value
@@ -191,7 +191,7 @@ def test_tools_allow_and_deny_filter_upstream_names(tmp_path: Path, make) -> Non
         {"sdk": sdk(tmp_path, tools={"allow": ["e*", "a*"], "deny": ["add"]})},
         config=INPROCESS,
     )
-    assert sorted(n for n in h.tools if n.startswith("sdk.")) == ["sdk.echo"]
+    assert sorted(n for n in h.connect_tools() if n.startswith("sdk.")) == ["sdk.echo"]
     r = h.call("sdk.add", {"a": 1, "b": 1})
     assert r.is_error and r.error.startswith('unknown tool "sdk.add"')
 
@@ -202,7 +202,7 @@ def test_tools_policy_applies_to_upstream_tools(tmp_path: Path, make) -> None:
         {"sdk": sdk(tmp_path)},
         config=INPROCESS + 'tools_policy: {deny: ["sdk.write*"]}\n',
     )
-    assert "sdk.write_file" not in h.tools
+    assert "sdk.write_file" not in h.connect_tools()
     r = h.call("sdk.write_file", {"path": "x", "text": "y"})
     assert r.error == 'tool "sdk.write_file" is denied by tools_policy'
     assert not (tmp_path / "x").exists()
@@ -378,7 +378,7 @@ def test_eager_server_starts_at_load(tmp_path: Path, make) -> None:
 
 def test_server_that_cannot_start_is_an_error_result(tmp_path: Path, make) -> None:
     h = make(tmp_path, {"nope": {"command": ["no-such-mcp-server-xyz"]}}, config=INPROCESS)
-    assert not [n for n in h.tools if n.startswith("nope.")]
+    assert not [n for n in h.connect_tools() if n.startswith("nope.")]
     r = h.call("nope.anything", {})
     assert r.is_error
     assert r.error == (

@@ -30,7 +30,7 @@ def http_url(tmp_path: Path) -> Iterator[str]:
 
 def test_http_server_tools_and_calls(tmp_path: Path, make, http_url: str) -> None:
     h = make(tmp_path / "p", {"web": {"url": http_url}}, config=INPROCESS)
-    assert {"web.echo", "web.add", "web.header"} <= set(h.tools)
+    assert {"web.echo", "web.add", "web.header"} <= set(h.connect_tools())
     assert h.call("web.add", {"a": 20, "b": 22}).value == {"sum": 42}
     bad = h.call("web.add", {"a": 1})
     assert bad.error == 'invalid arguments for tool "web.add": $.b: "b" is a required property'
