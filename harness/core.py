@@ -444,6 +444,16 @@ def load(
     from harness.validation import check_project
 
     project = check_project(Path(root) if root is not None else None, strict=strict)
+    # Through the Python API, tools may still come (``@h.tool``, ``h.tool(...)``) after
+    # the load: a guard naming a tool no file defines is then a warning, not a refusal
+    # (``harness validate`` keeps it an error: on the command line no such tool exists).
+    project = replace(
+        project,
+        problems=tuple(
+            replace(p, severity="warning") if p.code == "guard-tool-unknown" else p
+            for p in project.problems
+        ),
+    )
     if not project.ok:
         raise LoadError([p for p in project.problems if p.severity == "error"])
     return Harness(project, runtime)
