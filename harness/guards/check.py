@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from harness import surface
 from harness.artifacts.model import HookSpec, Problem, Project, ToolSpec
 from harness.events import CUSTOM, Event, event
+from harness.guards import decisions
 from harness.guards import shapes as S
 from harness.guards.flow import Checker, Context, Env, Finding, ToolInfo, literal
 from harness.guards.model import parse
@@ -178,9 +179,10 @@ def _check_script(
     module = parse(script)
     if not isinstance(module, ast.Module):
         return []
+    early = decisions.check(module)
     fn = _handle(module)
     if fn is None or len(fn.args.args) < 2:
-        return []
+        return early
     checker = Checker(ctx, module, script)
     event_name, payload_name = fn.args.args[0].arg, fn.args.args[1].arg
     env = Env({payload_name: ctx.payload, event_name: text(ctx.event)}, {}, tools)
@@ -191,7 +193,7 @@ def _check_script(
     found = list(checker.findings.values())
     shapes = {id(node): args[0] for _name, node, args in checker.decisions if args}
     found += _decisions(module, ctx, spec, shapes)
-    return found
+    return early + found
 
 
 _IGNORED_BLOCK = {

@@ -396,6 +396,14 @@ class Checker(Uses):
             return of(*(left.kinds | right.kinds))
         return ANY
 
+    def e_Attribute(self, node: ast.Attribute, env: Env) -> Shape:
+        owner = node.value
+        if isinstance(owner, ast.Name) and owner.id in self.ctx.modules:
+            if owner.id not in env.vars:
+                return ANY
+        self.no_such_method(node, self.expr(owner, env), node.attr, call=False)
+        return ANY
+
     def e_Lambda(self, node: ast.Lambda, env: Env) -> Shape:
         return ANY
 
@@ -510,6 +518,8 @@ class Checker(Uses):
             return S.BUILTIN_RESULTS.get(qualified, ANY)
         target = self.expr(owner, env)
         attr = func.attr
+        if self.no_such_method(func, target, attr, call=True):
+            return ANY
         if attr == "get" and args:
             return self.get(node, target, args, env)
         if attr in S.STR_METHODS and attr not in S.LIST_METHODS and attr not in S.DICT_METHODS:
@@ -521,12 +531,7 @@ class Checker(Uses):
             return S.STR_RESULTS.get(
                 attr, of(S.BOOL) if attr.startswith(("is", "starts", "ends")) else text()
             )
-        if attr in ("keys", "values", "items") and target.known and S.DICT not in target.kinds:
-            self.report(
-                node,
-                "guard-shape",
-                f"{self._shape_of(target)}: it has no {attr}(){self._hint(target)}",
-            )
+        self.dict_view(node, target, attr)
         if attr == "keys" and target.kinds == {S.DICT}:
             return of(S.LIST, item=text())
         return ANY

@@ -13,6 +13,22 @@ from harness.guards import shapes as S
 from harness.guards.model import MAX_INFERRED, Context, Env, Finding
 from harness.guards.shapes import ANY, Shape, join, of
 
+# Methods of other languages' strings and dicts, and the Starlark for them.
+_OTHER_LANGUAGES = {
+    "casefold": ".lower()",
+    "contains": '"x" in value',
+    "includes": '"x" in value',
+    "has_key": '"key" in value',
+    "trim": ".strip()",
+    "toLowerCase": ".lower()",
+    "toUpperCase": ".upper()",
+    "startsWith": ".startswith(...)",
+    "endsWith": ".endswith(...)",
+    "length": "len(value)",
+    "size": "len(value)",
+    "copy": "dict(value) / list(value)",
+}
+
 
 class Uses:
     """Checks of one script; ``findings`` collects what they report."""
@@ -372,6 +388,43 @@ class Uses:
                 "guard-shape-unknown",
                 f"{function}() of {value.what or 'a value'} of unknown type: {value.unknown}",
                 "warning",
+            )
+
+    def no_such_method(self, node: ast.AST, target: Shape, attr: str, call: bool) -> bool:
+        """``x.attr`` where no kind ``x`` may have has that method: it fails at run time
+        every time (``on_error: allow`` then silently disables the guard)."""
+        if not target.known or not target.kinds:
+            return False
+        methods: frozenset[str] = frozenset()
+        for kind in target.kinds:
+            methods |= S.STARLARK_METHODS.get(kind, frozenset())
+        if attr in methods or (call and attr in S.EVERY_METHOD):
+            return False  # a method of another kind: the shape checks say what to write
+        owner = node.value if isinstance(node, ast.Attribute) else node
+        what = self.src(owner, target.what or "the value")
+        shown = f".{attr}()" if call else f".{attr}"
+        if not call and S.DICT in target.kinds:
+            fix = f'write {what}["{attr}"] (Starlark dicts have no attributes)'
+        elif attr in _OTHER_LANGUAGES:
+            fix = f"write {_OTHER_LANGUAGES[attr]}"
+        elif methods:
+            fix = f"its methods are {', '.join(sorted(methods))}{suggest(attr, methods)}"
+        else:
+            fix = "it has no methods"
+        self.report(
+            node,
+            "guard-no-method",
+            f"{what} is {target.text()}: it has no {shown}, so this fails at every call "
+            f"(with on_error: allow the guard never acts); {fix}",
+        )
+        return True
+
+    def dict_view(self, node: ast.AST, target: Shape, attr: str) -> None:
+        if attr in ("keys", "values", "items") and target.known and S.DICT not in target.kinds:
+            self.report(
+                node,
+                "guard-shape",
+                f"{self._shape_of(target)}: it has no {attr}(){self._hint(target)}",
             )
 
     def str_method(self, node: ast.AST, target: Shape, attr: str) -> None:

@@ -3,7 +3,6 @@ generated from it, and every payload the runtime fires conforms to it."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,7 @@ import harness
 from harness.agent import AgentError
 from harness.events import EVENTS, conforms, markdown_table, payload_problems
 from harness.hooks import HookChain
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
-from fake_servers import FakeModelServer, Reply, ToolUse  # noqa: E402
+from harness.testing import FakeModelServer, Reply, ToolUse
 
 DOCS = Path(__file__).parents[2] / "docs" / "hooks.md"
 TOOLS = Path(__file__).parent / "tools"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +30,7 @@ import pytest
 import harness
 from harness.agent import AgentError
 from harness.artifacts.model import Problem
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
-from fake_servers import FakeModelServer, Reply  # noqa: E402
+from harness.testing import FakeModelServer, Reply
 
 HERE = Path(__file__).parent
 CORPUS = sorted((HERE / "corpus").glob("*.md"))

@@ -14,10 +14,10 @@ import harness
 from harness.agent import AgentError
 from harness.cli.main import cli
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
 sys.path.insert(0, str(Path(__file__).parents[1] / "serve"))
-from fake_servers import FakeModelServer, Reply  # noqa: E402
 from serve_helpers import stdio_session, tool_text  # noqa: E402
+
+from harness.testing import FakeModelServer, Reply  # noqa: E402
 
 ECHO = (Path(__file__).parent / "tools" / "echo.md").read_text()
 FREEZE = """---
