@@ -515,6 +515,10 @@ class HarnessMCPServer:
             extra = session.extra_tool(name)
             spec = extra[0] if extra is not None else None
         typed = spec is not None and spec.returns is not None
+        if typed and _replaced_by_text(spec, result):
+            # A tool.post hook rewrote the text (modify({"content": ...})): the value is
+            # that text now, not the typed value; it goes out as content, unclaimed.
+            return types.CallToolResult(content=content, is_error=False)
         structured: dict[str, Any] | None = None
         if typed and spec is not None and mcp_output_is_wrapped(spec.returns):
             structured = {"result": result.value}
@@ -759,3 +763,13 @@ _SESSION_ID = re.compile(r"session id|[0-9a-f]{16,}", re.IGNORECASE)
 def _no_session_ids(record: logging.LogRecord) -> bool:
     """Drop SDK records that carry a session id (a bearer credential for the session)."""
     return _SESSION_ID.search(record.getMessage()) is None
+
+
+def _replaced_by_text(spec: Any, result: ToolResult) -> bool:
+    """The typed tool's value is a text a hook put in its place (nothing over the cap)."""
+    if result.truncated or not isinstance(result.value, str):
+        return False
+    returns = spec.returns if isinstance(spec.returns, dict) else {}
+    kinds = returns.get("type")
+    declared = kinds if isinstance(kinds, list) else [kinds]
+    return kinds is not None and "string" not in declared
