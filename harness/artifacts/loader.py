@@ -21,6 +21,7 @@ from harness.artifacts.frontmatter import KeyLines, fatal, split
 from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec, hook_order
 from harness.artifacts.params import a_type, suggest
 from harness.artifacts.params import build as build_parameters
+from harness.artifacts.policy import policy_problems
 from harness.artifacts.problems import (
     EXTENSIONS,
     extensions_problem,
@@ -746,6 +747,7 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded: 
 
     problems.extend(checks.collisions(tools, where))
     server_specs = _servers(dot, server_entries, problems)
+    problems.extend(policy_problems(config, tools, server_specs, config_lines, HARNESS_MD))
     problems.sort(key=_order)
     loaded.project = Project(
         root=root,
