@@ -442,12 +442,16 @@ class Checker(Uses):
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.expr(comparator, env)
             if isinstance(op, (ast.In, ast.NotIn)):
+                if right.role == "toolname" and left.texts is not None:
+                    self.tool_substring(node, left.texts)
                 if left.role == "toolname" and right.texts is None:
                     names = self.names_in(comparator, right)
                     if names is not None:
                         self.tool_names(comparator, names)
                 self.membership(node, left, right, self.src(node, ""))
             elif isinstance(op, (ast.Eq, ast.NotEq)):
+                self.event_compare(node, left, right)
+                self.event_compare(node, right, left)
                 self.equality(node, left, right, comparator)
                 self.equality(node, right, left, node.left)
             left = right
@@ -498,6 +502,18 @@ class Checker(Uses):
         finally:
             self.returns = saved
 
+    def module_call(self, node: ast.Call, qualified: str, args: list[Shape]) -> Shape:
+        """A built-in module's function (``re.match(...)``)."""
+        if qualified in ("re.match", "re.search") and len(args) > 1:
+            if args[1].role == "toolname" and args[0].texts is not None:
+                self.tool_pattern(node, args[0].texts)
+        if self.ctx.on_call is not None:
+            self.ctx.on_call(qualified, node, args)
+        for index in S.TEXT_ARGUMENTS.get(qualified, ()):
+            if index < len(args):
+                self.text_argument(node.args[index], args[index], qualified)
+        return S.BUILTIN_RESULTS.get(qualified, ANY)
+
     def method(self, node: ast.Call, func: ast.Attribute, env: Env) -> Shape:
         args = [self.expr(a, env) for a in node.args]
         for kw in node.keywords:
@@ -509,13 +525,7 @@ class Checker(Uses):
             and owner.id not in env.vars
             and owner.id not in self.globals
         ):
-            qualified = f"{owner.id}.{func.attr}"
-            if self.ctx.on_call is not None:
-                self.ctx.on_call(qualified, node, args)
-            for index in S.TEXT_ARGUMENTS.get(qualified, ()):
-                if index < len(args):
-                    self.text_argument(node.args[index], args[index], qualified)
-            return S.BUILTIN_RESULTS.get(qualified, ANY)
+            return self.module_call(node, f"{owner.id}.{func.attr}", args)
         target = self.expr(owner, env)
         attr = func.attr
         if self.no_such_method(func, target, attr, call=True):
@@ -538,7 +548,7 @@ class Checker(Uses):
 
     def get(self, node: ast.Call, target: Shape, args: list[Shape], env: Env) -> Shape:
         default = args[1] if len(args) > 1 else of(S.NULL)
-        first = node.args[0]
+        first = self.constant_key(node.args[0], env)
         if isinstance(first, ast.Constant) and isinstance(first.value, str):
             path = path_of(node)
             if path is not None and path in env.paths:

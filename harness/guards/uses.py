@@ -6,6 +6,7 @@ reports where a use can never do what it says, with the fix (a mixin of
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 from harness.artifacts.problems import closest, suggest
@@ -322,6 +323,64 @@ class Uses:
             f"the guard never fires for {'it' if len(unknown) == 1 else 'them'}{more}",
             "warning" if self.ctx.open_names else "error",
         )
+
+    def tool_names_all(self) -> list[str]:
+        return [*self.ctx.tools, *self.ctx.extra]
+
+    def tool_substring(self, node: ast.AST, texts: frozenset[str]) -> None:
+        """``"comand" in payload["name"]``: no tool name holds the text."""
+        if self.ctx.open_names or self.ctx.prefixes:
+            return
+        names = self.tool_names_all()
+        for sub in sorted(texts):
+            if any(sub in n for n in names):
+                continue
+            self.report(
+                node,
+                "guard-tool-unknown",
+                f'no tool name contains "{sub}", so the guard never fires{suggest(sub, names)}',
+            )
+
+    def tool_pattern(self, node: ast.AST, patterns: frozenset[str]) -> None:
+        """``re.match("run_comand", payload["name"])``: no tool name matches."""
+        if self.ctx.open_names or self.ctx.prefixes:
+            return
+        names = self.tool_names_all()
+        for pattern in sorted(patterns):
+            try:
+                compiled = re.compile(pattern)
+            except re.error:
+                continue  # RE2 syntax Python does not read: the Starlark checks' job
+            if any(compiled.search(n) for n in names):
+                continue
+            self.report(
+                node,
+                "guard-tool-unknown",
+                f'no tool name matches "{pattern}", so the guard never fires'
+                f"{suggest(pattern, names)}",
+            )
+
+    def event_compare(self, node: ast.AST, left: Shape, right: Shape) -> None:
+        """``event == "tool.post"`` in a hook that only ever sees tool.pre."""
+        if left.role != "event" or right.role == "event" or right.texts is None:
+            return
+        other = sorted(t for t in right.texts if t != self.ctx.event)
+        if other and len(other) == len(right.texts):
+            self.report(
+                node,
+                "guard-never-true",
+                f'event is always "{self.ctx.event}" in this hook (its event: field), never '
+                f'"{other[0]}": this comparison never holds; fix the event: field or the '
+                "comparison",
+            )
+
+    def constant_key(self, node: ast.expr, env: Env) -> ast.expr:
+        """``KEY`` of a module-level ``KEY = "cmd"`` as the constant it stands for."""
+        if isinstance(node, ast.Name) and node.id not in env.vars:
+            shape = getattr(self, "globals", {}).get(node.id)
+            if shape is not None and shape.texts is not None and len(shape.texts) == 1:
+                return ast.copy_location(ast.Constant(next(iter(shape.texts))), node)
+        return node
 
     def length(self, node: ast.AST, value: Shape) -> None:
         if value.role == "payload" and self.ctx.text_key:
