@@ -213,6 +213,7 @@ def _check_script(
     found = list(checker.findings.values())
     shapes = {id(node): args[0] for _name, node, args in checker.decisions if args}
     found += _decisions(module, ctx, spec, shapes)
+    found += decisions.unchanged(fn, payload_name)
     return early + found
 
 

@@ -112,3 +112,43 @@ def _action(node: ast.Dict) -> list[Finding]:
                 )
             ]
     return []
+
+
+def unchanged(fn: ast.FunctionDef, payload: str) -> list[Finding]:
+    """``modify(payload)`` in a handle that never changes ``payload`` itself: it passes
+    the payload as received, so it changes nothing (the copy the hook edited is lost)."""
+    for node in ast.walk(fn):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                if t.value.id == payload:
+                    return []
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == payload
+        ):
+            return []  # payload.update(...), payload.pop(...)
+    found = []
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "modify"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == payload
+        ):
+            found.append(
+                Finding(
+                    *_at(node),
+                    "guard-modify-unchanged",
+                    f"modify({payload}) passes the payload as it came in, so it changes "
+                    "nothing; pass the dict you changed (p = dict(payload); p[...] = ...; "
+                    'return modify(p)) or only the keys: modify({"content": ...})',
+                )
+            )
+    return found
