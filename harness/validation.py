@@ -95,7 +95,9 @@ def check_project(root: Path | None = None, *, strict: bool = False) -> Project:
             known = guards.facts(project)
             for hook in project.hooks:
                 entry = loaded.hook_entries[hook.name]
-                problems.extend(guards.check_hook(hook, entry.path, entry.label, known))
+                problems.extend(
+                    guards.check_hook(hook, entry.path, entry.label, known, entry.pos("event"))
+                )
         problems.extend(_unbounded(project, loaded.tool_entries))
         if strict:
             problems = [

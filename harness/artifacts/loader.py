@@ -21,8 +21,10 @@ from harness.artifacts.frontmatter import KeyLines, fatal, split
 from harness.artifacts.model import HookSpec, Problem, Project, Source, ToolSpec, hook_order
 from harness.artifacts.params import a_type, suggest
 from harness.artifacts.params import build as build_parameters
+from harness.artifacts.policy import policy_problems
 from harness.artifacts.problems import (
     EXTENSIONS,
+    closest,
     extensions_problem,
     origin_metadata,
     own_metadata,
@@ -134,22 +136,47 @@ def _md_files(folder: Path, rel: str, problems: list[Problem]) -> list[tuple[str
         return []
     out = []
     for name, is_file in sorted(found):
+        if name.startswith(".") or name.endswith(("~", ".swp", ".bak", ".orig")):
+            continue  # hidden files (.gitkeep) and editor leftovers
         if not is_file:
-            continue
-        if name.endswith(".md"):
+            problems.extend(_subfolder(folder / name, f"{rel}/{name}", rel))
+        elif name.endswith(".md"):
             out.append((f"{rel}/{name}", folder / name))
-        elif name.lower().endswith((".md", ".markdown")):
-            stem = name.rsplit(".", 1)[0]
-            problems.append(
+        else:
+            problems.append(_not_markdown(name, rel))
+    return out
+
+
+def _not_markdown(name: str, rel: str) -> Problem:
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    if name.lower().endswith((".md", ".markdown")):
+        how = 'only files ending in lower-case ".md" are loaded'
+    else:
+        how = 'only Markdown files (".md", the YAML frontmatter between --- lines) are loaded'
+    return Problem(
+        path=f"{rel}/{name}",
+        line=0,
+        column=0,
+        code="file-ignored",
+        message=f"{rel}/{name} is never loaded: {how}; rename it to "
+        f'"{rel}/{stem}.md" (remove it if it is not an artifact)',
+    )
+
+
+def _subfolder(folder: Path, rel: str, parent: str) -> list[Problem]:
+    """Each Markdown file in a sub-folder: harness reads only the folder's own files."""
+    out = []
+    for path in sorted(folder.rglob("*"))[:100]:
+        if path.is_file() and path.name.lower().endswith((".md", ".markdown")):
+            shown = f"{rel}/{path.relative_to(folder).as_posix()}"
+            out.append(
                 Problem(
-                    path=f"{rel}/{name}",
+                    path=shown,
                     line=0,
                     column=0,
-                    severity="warning",
                     code="file-ignored",
-                    message=f"{rel}/{name} is ignored: only "
-                    f'files ending in lower-case ".md" are loaded; rename it to '
-                    f'"{stem}.md"',
+                    message=f"{shown} is never loaded: harness reads only {parent}/*.md, "
+                    f'not sub-folders; move it to "{parent}/{path.name}"',
                 )
             )
     return out
@@ -430,6 +457,32 @@ UNSUPPORTED: dict[str, tuple[str, str]] = {
 }
 
 
+# Every folder of .harness/ that harness reads (or writes: state).
+READ_DIRS = frozenset(
+    ("tools", "hooks", "servers", "tests", "evals", "state", "overrides", *BUNDLE_DIRS)
+)
+
+
+def _misspelt_dir(name: str, rel: str) -> list[Problem]:
+    """``.harness/hook/``, ``.harness/Tools/``: a folder harness never reads, named like
+    one it does."""
+    match = closest(name.lower(), sorted(READ_DIRS - {"state"}))
+    if match is None and name.lower().rstrip("s") + "s" in READ_DIRS:
+        match = name.lower().rstrip("s") + "s"
+    if match is None:
+        return []
+    return [
+        Problem(
+            path=rel,
+            line=0,
+            column=0,
+            code="folder-ignored",
+            message=f"{rel} is never read: harness reads .harness/{match}/ (lower-case, "
+            f"exactly); move its files to .harness/{match}/",
+        )
+    ]
+
+
 def unsupported_artifacts(dot: Path) -> list[Problem]:
     """A warning for each ai-harness artifact kind under ``.harness/`` that harness would
     otherwise ignore without a word (``artifact-unsupported``)."""
@@ -441,6 +494,9 @@ def unsupported_artifacts(dot: Path) -> list[Problem]:
     out = []
     for name, is_dir in found:
         rel = f"{DOT_HARNESS}/{name}" + ("/" if is_dir else "")
+        if is_dir and name not in READ_DIRS and name not in UNSUPPORTED:
+            out.extend(_misspelt_dir(name, rel))
+            continue
         if name in UNSUPPORTED:
             what, how = UNSUPPORTED[name]
         elif not is_dir and name.endswith(".md"):
@@ -746,6 +802,7 @@ def load(root: Path, prepared: Mapping[str, Prepared] | None = None) -> Loaded: 
 
     problems.extend(checks.collisions(tools, where))
     server_specs = _servers(dot, server_entries, problems)
+    problems.extend(policy_problems(config, tools, server_specs, config_lines, HARNESS_MD))
     problems.sort(key=_order)
     loaded.project = Project(
         root=root,

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field, replace
 
 from harness import surface
 from harness.artifacts.model import HookSpec, Problem, Project, ToolSpec
+from harness.artifacts.problems import closest
 from harness.events import CUSTOM, Event, event
+from harness.guards import conditions, decisions
 from harness.guards import shapes as S
 from harness.guards.flow import Checker, Context, Env, Finding, ToolInfo, literal
 from harness.guards.model import parse
@@ -102,12 +104,26 @@ def facts(project: Project) -> Facts:
     )
 
 
-def check_hook(hook: HookSpec, path: str, label: str, known: Facts) -> list[Problem]:
-    """Every guard problem of one hook, located in ``path``."""
+def check_hook(
+    hook: HookSpec, path: str, label: str, known: Facts, event_at: tuple[int, int] = (1, 1)
+) -> list[Problem]:
+    """Every guard problem of one hook, located in ``path`` (``event_at``: its event:)."""
     spec = event(hook.event)
     if spec is None:
         return []  # an unknown event is reported by the field checks
     payload = _payload(hook.event, spec, known)
+    if spec is CUSTOM and hook.event not in (known.emitted or {}):
+        typo = _custom_typo(hook.event, known)
+        if typo is not None:
+            return [
+                Problem(
+                    path=path,
+                    line=event_at[0],
+                    column=event_at[1],
+                    code="event-never-fired",
+                    message=f"{label} {typo}",
+                )
+            ]
     ctx = Context(
         event=hook.event,
         payload=payload,
@@ -156,13 +172,14 @@ def _check_when(expr: str, ctx: Context) -> tuple[list[Finding], frozenset[str] 
     if not isinstance(tree, ast.Expression):
         return [], None  # the Starlark checks report it
     checker = Checker(replace(ctx, modules=frozenset(surface.module_names("when"))), None, source)
-    env = Env({"payload": ctx.payload, "event": text(ctx.event)})
+    env = Env({"payload": ctx.payload, "event": text(ctx.event).named("event", "event")})
     try:
         checker.expr(tree.body, env)
         tools = checker.narrow(tree.body, env.copy(), True).tools
     except RecursionError:
         return [], None
-    return [f._replace(line=f.line + lead) for f in checker.findings.values()], tools
+    found = [*checker.findings.values(), *conditions.check(tree)]
+    return [f._replace(line=f.line + lead) for f in found], tools
 
 
 def _handle(module: ast.Module) -> ast.FunctionDef | None:
@@ -178,12 +195,17 @@ def _check_script(
     module = parse(script)
     if not isinstance(module, ast.Module):
         return []
+    early = decisions.check(module) + conditions.check(module)
     fn = _handle(module)
     if fn is None or len(fn.args.args) < 2:
-        return []
+        return early
     checker = Checker(ctx, module, script)
     event_name, payload_name = fn.args.args[0].arg, fn.args.args[1].arg
-    env = Env({payload_name: ctx.payload, event_name: text(ctx.event)}, {}, tools)
+    env = Env(
+        {payload_name: ctx.payload, event_name: text(ctx.event).named("event", "event")},
+        {},
+        tools,
+    )
     try:
         checker.block(fn.body, env)
     except RecursionError:
@@ -191,7 +213,8 @@ def _check_script(
     found = list(checker.findings.values())
     shapes = {id(node): args[0] for _name, node, args in checker.decisions if args}
     found += _decisions(module, ctx, spec, shapes)
-    return found
+    found += decisions.unchanged(fn, payload_name)
+    return early + found
 
 
 _IGNORED_BLOCK = {
@@ -290,6 +313,20 @@ def _modify(
 
 
 # -- custom.* payloads: from the tools that emit them ---------------------------------
+
+
+def _custom_typo(name: str, known: Facts) -> str | None:
+    """``custom.deplyo`` when no tool emits it but a tool emits ``custom.deploy``."""
+    emitted = known.emitted or {}
+    match = closest(name, emitted)
+    if match is None:
+        return None
+    tools = ", ".join(sorted(set(known.emit_sites.get(match, ()))))
+    return (
+        f'listens to "{name}", which no tool emits, so it never runs (did you mean '
+        f'"{match}"? emitted by {tools}); fix the event: field (an event fired from '
+        "Python with Session.fire is not known to validate: name it differently)"
+    )
 
 
 def _custom(name: str, known: Facts) -> Shape:

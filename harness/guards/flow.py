@@ -396,6 +396,14 @@ class Checker(Uses):
             return of(*(left.kinds | right.kinds))
         return ANY
 
+    def e_Attribute(self, node: ast.Attribute, env: Env) -> Shape:
+        owner = node.value
+        if isinstance(owner, ast.Name) and owner.id in self.ctx.modules:
+            if owner.id not in env.vars:
+                return ANY
+        self.no_such_method(node, self.expr(owner, env), node.attr, call=False)
+        return ANY
+
     def e_Lambda(self, node: ast.Lambda, env: Env) -> Shape:
         return ANY
 
@@ -434,12 +442,16 @@ class Checker(Uses):
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.expr(comparator, env)
             if isinstance(op, (ast.In, ast.NotIn)):
+                if right.role == "toolname" and left.texts is not None:
+                    self.tool_substring(node, left.texts)
                 if left.role == "toolname" and right.texts is None:
                     names = self.names_in(comparator, right)
                     if names is not None:
                         self.tool_names(comparator, names)
                 self.membership(node, left, right, self.src(node, ""))
             elif isinstance(op, (ast.Eq, ast.NotEq)):
+                self.event_compare(node, left, right)
+                self.event_compare(node, right, left)
                 self.equality(node, left, right, comparator)
                 self.equality(node, right, left, node.left)
             left = right
@@ -490,6 +502,18 @@ class Checker(Uses):
         finally:
             self.returns = saved
 
+    def module_call(self, node: ast.Call, qualified: str, args: list[Shape]) -> Shape:
+        """A built-in module's function (``re.match(...)``)."""
+        if qualified in ("re.match", "re.search") and len(args) > 1:
+            if args[1].role == "toolname" and args[0].texts is not None:
+                self.tool_pattern(node, args[0].texts)
+        if self.ctx.on_call is not None:
+            self.ctx.on_call(qualified, node, args)
+        for index in S.TEXT_ARGUMENTS.get(qualified, ()):
+            if index < len(args):
+                self.text_argument(node.args[index], args[index], qualified)
+        return S.BUILTIN_RESULTS.get(qualified, ANY)
+
     def method(self, node: ast.Call, func: ast.Attribute, env: Env) -> Shape:
         args = [self.expr(a, env) for a in node.args]
         for kw in node.keywords:
@@ -501,15 +525,11 @@ class Checker(Uses):
             and owner.id not in env.vars
             and owner.id not in self.globals
         ):
-            qualified = f"{owner.id}.{func.attr}"
-            if self.ctx.on_call is not None:
-                self.ctx.on_call(qualified, node, args)
-            for index in S.TEXT_ARGUMENTS.get(qualified, ()):
-                if index < len(args):
-                    self.text_argument(node.args[index], args[index], qualified)
-            return S.BUILTIN_RESULTS.get(qualified, ANY)
+            return self.module_call(node, f"{owner.id}.{func.attr}", args)
         target = self.expr(owner, env)
         attr = func.attr
+        if self.no_such_method(func, target, attr, call=True):
+            return ANY
         if attr == "get" and args:
             return self.get(node, target, args, env)
         if attr in S.STR_METHODS and attr not in S.LIST_METHODS and attr not in S.DICT_METHODS:
@@ -521,19 +541,14 @@ class Checker(Uses):
             return S.STR_RESULTS.get(
                 attr, of(S.BOOL) if attr.startswith(("is", "starts", "ends")) else text()
             )
-        if attr in ("keys", "values", "items") and target.known and S.DICT not in target.kinds:
-            self.report(
-                node,
-                "guard-shape",
-                f"{self._shape_of(target)}: it has no {attr}(){self._hint(target)}",
-            )
+        self.dict_view(node, target, attr)
         if attr == "keys" and target.kinds == {S.DICT}:
             return of(S.LIST, item=text())
         return ANY
 
     def get(self, node: ast.Call, target: Shape, args: list[Shape], env: Env) -> Shape:
         default = args[1] if len(args) > 1 else of(S.NULL)
-        first = node.args[0]
+        first = self.constant_key(node.args[0], env)
         if isinstance(first, ast.Constant) and isinstance(first.value, str):
             path = path_of(node)
             if path is not None and path in env.paths:

@@ -343,3 +343,15 @@ STR_RESULTS = {
 }
 DICT_METHODS = frozenset(("get", "keys", "values", "items", "pop", "setdefault", "update"))
 LIST_METHODS = frozenset(("append", "extend", "insert", "remove", "pop", "clear", "index"))
+# Every method Starlark's built-in values have (starlark-rust, ``dir(x)``): a call of any
+# other fails at run time, whatever the value (``.casefold()``, ``.contains()``).
+STARLARK_METHODS = {
+    STR: STR_METHODS | frozenset(("istitle",)),
+    DICT: DICT_METHODS | frozenset(("clear", "popitem")),
+    LIST: LIST_METHODS,
+    INT: frozenset(),
+    FLOAT: frozenset(),
+    BOOL: frozenset(),
+    NULL: frozenset(),
+}
+EVERY_METHOD = frozenset().union(*STARLARK_METHODS.values())

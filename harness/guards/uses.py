@@ -6,12 +6,29 @@ reports where a use can never do what it says, with the fix (a mixin of
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 from harness.artifacts.problems import closest, suggest
 from harness.guards import shapes as S
 from harness.guards.model import MAX_INFERRED, Context, Env, Finding
 from harness.guards.shapes import ANY, Shape, join, of
+
+# Methods of other languages' strings and dicts, and the Starlark for them.
+_OTHER_LANGUAGES = {
+    "casefold": ".lower()",
+    "contains": '"x" in value',
+    "includes": '"x" in value',
+    "has_key": '"key" in value',
+    "trim": ".strip()",
+    "toLowerCase": ".lower()",
+    "toUpperCase": ".upper()",
+    "startsWith": ".startswith(...)",
+    "endsWith": ".endswith(...)",
+    "length": "len(value)",
+    "size": "len(value)",
+    "copy": "dict(value) / list(value)",
+}
 
 
 class Uses:
@@ -307,6 +324,64 @@ class Uses:
             "warning" if self.ctx.open_names else "error",
         )
 
+    def tool_names_all(self) -> list[str]:
+        return [*self.ctx.tools, *self.ctx.extra]
+
+    def tool_substring(self, node: ast.AST, texts: frozenset[str]) -> None:
+        """``"comand" in payload["name"]``: no tool name holds the text."""
+        if self.ctx.open_names or self.ctx.prefixes:
+            return
+        names = self.tool_names_all()
+        for sub in sorted(texts):
+            if any(sub in n for n in names):
+                continue
+            self.report(
+                node,
+                "guard-tool-unknown",
+                f'no tool name contains "{sub}", so the guard never fires{suggest(sub, names)}',
+            )
+
+    def tool_pattern(self, node: ast.AST, patterns: frozenset[str]) -> None:
+        """``re.match("run_comand", payload["name"])``: no tool name matches."""
+        if self.ctx.open_names or self.ctx.prefixes:
+            return
+        names = self.tool_names_all()
+        for pattern in sorted(patterns):
+            try:
+                compiled = re.compile(pattern)
+            except re.error:
+                continue  # RE2 syntax Python does not read: the Starlark checks' job
+            if any(compiled.search(n) for n in names):
+                continue
+            self.report(
+                node,
+                "guard-tool-unknown",
+                f'no tool name matches "{pattern}", so the guard never fires'
+                f"{suggest(pattern, names)}",
+            )
+
+    def event_compare(self, node: ast.AST, left: Shape, right: Shape) -> None:
+        """``event == "tool.post"`` in a hook that only ever sees tool.pre."""
+        if left.role != "event" or right.role == "event" or right.texts is None:
+            return
+        other = sorted(t for t in right.texts if t != self.ctx.event)
+        if other and len(other) == len(right.texts):
+            self.report(
+                node,
+                "guard-never-true",
+                f'event is always "{self.ctx.event}" in this hook (its event: field), never '
+                f'"{other[0]}": this comparison never holds; fix the event: field or the '
+                "comparison",
+            )
+
+    def constant_key(self, node: ast.expr, env: Env) -> ast.expr:
+        """``KEY`` of a module-level ``KEY = "cmd"`` as the constant it stands for."""
+        if isinstance(node, ast.Name) and node.id not in env.vars:
+            shape = getattr(self, "globals", {}).get(node.id)
+            if shape is not None and shape.texts is not None and len(shape.texts) == 1:
+                return ast.copy_location(ast.Constant(next(iter(shape.texts))), node)
+        return node
+
     def length(self, node: ast.AST, value: Shape) -> None:
         if value.role == "payload" and self.ctx.text_key:
             self.report(
@@ -372,6 +447,43 @@ class Uses:
                 "guard-shape-unknown",
                 f"{function}() of {value.what or 'a value'} of unknown type: {value.unknown}",
                 "warning",
+            )
+
+    def no_such_method(self, node: ast.AST, target: Shape, attr: str, call: bool) -> bool:
+        """``x.attr`` where no kind ``x`` may have has that method: it fails at run time
+        every time (``on_error: allow`` then silently disables the guard)."""
+        if not target.known or not target.kinds:
+            return False
+        methods: frozenset[str] = frozenset()
+        for kind in target.kinds:
+            methods |= S.STARLARK_METHODS.get(kind, frozenset())
+        if attr in methods or (call and attr in S.EVERY_METHOD):
+            return False  # a method of another kind: the shape checks say what to write
+        owner = node.value if isinstance(node, ast.Attribute) else node
+        what = self.src(owner, target.what or "the value")
+        shown = f".{attr}()" if call else f".{attr}"
+        if not call and S.DICT in target.kinds:
+            fix = f'write {what}["{attr}"] (Starlark dicts have no attributes)'
+        elif attr in _OTHER_LANGUAGES:
+            fix = f"write {_OTHER_LANGUAGES[attr]}"
+        elif methods:
+            fix = f"its methods are {', '.join(sorted(methods))}{suggest(attr, methods)}"
+        else:
+            fix = "it has no methods"
+        self.report(
+            node,
+            "guard-no-method",
+            f"{what} is {target.text()}: it has no {shown}, so this fails at every call "
+            f"(with on_error: allow the guard never acts); {fix}",
+        )
+        return True
+
+    def dict_view(self, node: ast.AST, target: Shape, attr: str) -> None:
+        if attr in ("keys", "values", "items") and target.known and S.DICT not in target.kinds:
+            self.report(
+                node,
+                "guard-shape",
+                f"{self._shape_of(target)}: it has no {attr}(){self._hint(target)}",
             )
 
     def str_method(self, node: ast.AST, target: Shape, attr: str) -> None:

@@ -517,6 +517,10 @@ class HarnessMCPServer:
             extra = session.extra_tool(name)
             spec = extra[0] if extra is not None else None
         typed = spec is not None and spec.returns is not None
+        if typed and _replaced_by_text(spec, result):
+            # A tool.post hook rewrote the text (modify({"content": ...})): the value is
+            # that text now, not the typed value; it goes out as content, unclaimed.
+            return types.CallToolResult(content=content, is_error=False)
         structured: dict[str, Any] | None = None
         if typed and spec is not None and mcp_output_is_wrapped(spec.returns):
             structured = {"result": result.value}
@@ -780,3 +784,13 @@ def _known(h: Harness) -> Mapping[str, Any]:
     """The tools a listing shows: loaded ones and, for upstream servers not started,
     their cached ones (never starts a server: this runs on the event loop)."""
     return h.loaded_tools if h.upstream is None else h.all_tools
+
+
+def _replaced_by_text(spec: Any, result: ToolResult) -> bool:
+    """The typed tool's value is a text a hook put in its place (nothing over the cap)."""
+    if result.truncated or not isinstance(result.value, str):
+        return False
+    returns = spec.returns if isinstance(spec.returns, dict) else {}
+    kinds = returns.get("type")
+    declared = kinds if isinstance(kinds, list) else [kinds]
+    return kinds is not None and "string" not in declared

@@ -227,8 +227,14 @@ CASES: dict[str, list[tuple[str, int, str, str, str]]] = {
         ),
     ],
     "file_ignored": [
-        (".harness/tools/T.MD", 0, "file-ignored", "warning", 'rename it to "T.md"'),
-        (".harness/tools/u.markdown", 0, "file-ignored", "warning", 'rename it to "u.md"'),
+        (".harness/tools/T.MD", 0, "file-ignored", "error", 'rename it to ".harness/tools/T.md"'),
+        (
+            ".harness/tools/u.markdown",
+            0,
+            "file-ignored",
+            "error",
+            'rename it to ".harness/tools/u.md"',
+        ),
     ],
     "bundle_invalid": [
         (

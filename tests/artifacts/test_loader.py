@@ -33,9 +33,15 @@ def test_only_md_files_directly_in_folders_sorted(tmp_path: Path) -> None:
     write(tmp_path, ".harness/tools/a.md", "---\n---\nA")
     write(tmp_path, ".harness/tools/sub/c.md", "---\n---\nC")
     write(tmp_path, ".harness/tools/notes.txt", "x")
+    write(tmp_path, ".harness/tools/.gitkeep", "")
     project = load_project(tmp_path)
     assert list(project.tools) == ["a", "b"]
-    assert project.problems == ()
+    # Never loaded, so never silent (issue 23): each is an error naming where it belongs.
+    assert [(p.path, p.code, p.severity) for p in project.problems] == [
+        (".harness/tools/notes.txt", "file-ignored", "error"),
+        (".harness/tools/sub/c.md", "file-ignored", "error"),
+    ]
+    assert '".harness/tools/c.md"' in project.problems[1].message
 
 
 def test_hooks_sorted_by_priority_then_name(tmp_path: Path) -> None:

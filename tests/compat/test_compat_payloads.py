@@ -179,7 +179,11 @@ def test_unknown_actions_still_fail_closed(origin: Make) -> None:
     h = origin(
         {
             ".harness/tools/run_command.md": RUN_COMMAND,
-            ".harness/hooks/d.md": _pre('return {"action": "delegate", "request": {}}'),
+            # Not a literal: validate refuses a literal unknown action (guard-decision-form),
+            # so the run-time refusal is reached with an action computed at run time.
+            ".harness/hooks/d.md": _pre(
+                'action = "dele" + "gate"\nreturn {"action": action, "request": {}}'
+            ),
         }
     )
     r = h.call("run_command", {"command": "x"})

@@ -13,7 +13,7 @@ import harness
 from harness.agent import AgentError
 from harness.events import EVENTS, conforms, markdown_table, payload_problems
 from harness.hooks import HookChain
-from harness.testing import FakeModelServer, Reply, ToolUse  # noqa: E402
+from harness.testing import FakeModelServer, Reply, ToolUse
 
 DOCS = Path(__file__).parents[2] / "docs" / "hooks.md"
 TOOLS = Path(__file__).parent / "tools"

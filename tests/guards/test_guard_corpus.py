@@ -30,7 +30,7 @@ import pytest
 import harness
 from harness.agent import AgentError
 from harness.artifacts.model import Problem
-from harness.testing import FakeModelServer, Reply  # noqa: E402
+from harness.testing import FakeModelServer, Reply
 
 HERE = Path(__file__).parent
 CORPUS = sorted((HERE / "corpus").glob("*.md"))
