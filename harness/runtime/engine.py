@@ -366,10 +366,12 @@ def _ms(start: float) -> float:
 
 
 _LOCATION = re.compile(
-    r"^\s*(?:-->\s*(?P<file>.+?):(?P<line>\d+):\d+|\* (?P<tfile>.+?):(?P<tline>\d+), in )",
+    r"^[ \t]*(?:-->\s*(?P<file>.+?):(?P<line>\d+):\d+|\* (?P<tfile>.+?):(?P<tline>\d+), in )",
     re.MULTILINE,
 )
-_ERROR_LINE = re.compile(r"^error: (?P<msg>.*?)(?=^\s*-->|\Z)", re.MULTILINE | re.DOTALL)
+# ``[ \t]*``, not ``\s*``, after ``^``: a message of many blank lines (``fail(" \n" * n)``)
+# made each line start rescan the rest (quadratic); now each scans its own line only.
+_ERROR_LINE = re.compile(r"^error: (?P<msg>.*?)(?=^[ \t]*-->|\Z)", re.MULTILINE | re.DOTALL)
 _PY_PREFIX = re.compile(r"^(?:BuiltinError|JailError|ValueError|TypeError): ")
 
 
