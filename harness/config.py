@@ -16,10 +16,10 @@ from harness.artifacts.domains import entry_problem
 from harness.artifacts.problems import EXTENSION_PREFIX, Problem, a_type, as_json, suggest
 from harness.config_mounts import mount_problem, venv_problem
 from harness.config_serve import ServeConfig, serve_schema, serve_section
+from harness.protected import ALWAYS_PROTECTED
 from harness.state.limits import DEFAULT as STATE
 from harness.state.limits import config_problems as state_problems
 
-ALWAYS_PROTECTED = (".harness", "harness.md", ".git")
 DEFAULT_ENV = ("PATH", "HOME", "LANG", "TERM")
 
 

@@ -30,13 +30,14 @@ from harness.artifacts.problems import (
     own_metadata,
 )
 from harness.config import KNOWN_KEYS, parse_config
+from harness.protected import CONFIG_FILES, HARNESS_DIR
 
-HARNESS_MD = "harness.md"
-DOT_HARNESS = ".harness"
+HARNESS_MD, *_ORIGIN = CONFIG_FILES
+DOT_HARNESS = HARNESS_DIR
 BUNDLE_DIRS = ("builtins", "plugins")
 _CONFIG_KEYS: tuple[str, ...] | None = None
 # ai-harness's names for the project file: never read (harness reads harness.md only).
-ORIGIN_CONFIG_FILES = ("harness.yaml", "harness.yml")
+ORIGIN_CONFIG_FILES = tuple(_ORIGIN)
 
 
 def find_root(start: Path) -> Path:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from harness.errors import BuiltinError, JailError
+from harness.protected import ALWAYS_PROTECTED, HARNESS_DIR
 
 if TYPE_CHECKING:
     from harness.config import Config
@@ -70,8 +71,8 @@ __all__ = [
     "sensitive_patterns",
 ]
 
-ALWAYS_HIDDEN = (".harness",)
-ALWAYS_READONLY = ("harness.md", ".git")
+ALWAYS_HIDDEN = (HARNESS_DIR,)
+ALWAYS_READONLY = tuple(p for p in ALWAYS_PROTECTED if p not in ALWAYS_HIDDEN)
 MAX_SYMLINK_HOPS = 40
 # A directory changed less than this long ago may change again within the same
 # timestamp tick (coarse kernel clocks; 1-2 s on FAT, HFS+, some NFS): protected

@@ -40,6 +40,7 @@ from functools import lru_cache
 
 from harness.config_mounts import mount_path, mount_problem
 from harness.errors import BuiltinError
+from harness.protected import ALWAYS_PROTECTED
 from harness.runtime import placeholders, seccomp
 from harness.runtime.jail import SENSITIVE_SEQUENCES, is_sensitive
 from harness.runtime.mounts import link_hops, runtime_mounts
@@ -711,7 +712,7 @@ def _warn_masks(log: object, workspace: str, masks: Masks) -> None:
 # .harness into the writable workspace, could be swapped by a command for a tree of
 # its own, which the next load would serve. Such a workspace is refused instead
 # (issue 10 item 9: a command can never change which artifacts harness loads).
-ARTIFACT_ENTRIES = (".harness", "harness.md", ".git")
+ARTIFACT_ENTRIES = ALWAYS_PROTECTED
 _LINK_SCAN_MAX = 2000  # entries of .harness examined for symbolic links
 
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from functools import cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import re2
 import starlark as sl
 
 from harness import surface
@@ -66,7 +67,47 @@ _LAMBDA = re.compile(r"lambda(?![\w])")
 _QUOTE = re.compile(r"['\"#]")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _OPEN, _CLOSE = "([{", ")]}"
-_REBIND = r"(?:^|[\s,(])%s[ \t]*(?:=(?!=)|,[^\n]*=(?!=)|\bin\b)"
+# ``mod = ...``, ``mod, x = ...``, ``for mod in``: the script rebinds a module name.
+# RE2 (linear time: the text is a model's script, of any size); ``=(?!=)`` written as
+# ``=`` followed by another character or the end.
+_REBIND = r"(?m)(?:^|[\s,(])%s[ \t]*(?:=(?:[^=]|\z)|,[^\n]*=(?:[^=]|\z)|\bin\b)"
+_PARAM = r"def\s+\w+\s*\([^)]*\b%s\b"  # a function parameter named like the module
+_DEF = r"def\s+%s\b"  # a function named like the module
+
+
+@cache
+def _binding_pattern(template: str, mod: str) -> Any:
+    return re2.compile(template % re2.escape(mod))
+
+
+class Bindings:
+    """Whether a script rebinds a module name, each fact computed once per name per
+    script with one linear-time RE2 search (issue 22 review F1: per call, with Python
+    ``re``, a 32 KB script cost seconds)."""
+
+    __slots__ = ("source", "_facts")
+    searches = 0  # every search made, for the attack test (tests/security)
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._facts: dict[tuple[str, str], bool] = {}
+
+    def _fact(self, template: str, mod: str) -> bool:
+        key = (template, mod)
+        found = self._facts.get(key)
+        if found is None:
+            Bindings.searches += 1
+            found = _binding_pattern(template, mod).search(self.source) is not None
+            self._facts[key] = found
+        return found
+
+    def rebound(self, mod: str) -> bool:
+        """Assigned, unpacked into, looped over, or a parameter of a function."""
+        return self._fact(_REBIND, mod) or self._fact(_PARAM, mod)
+
+    def defined(self, mod: str) -> bool:
+        """A function of that name is defined."""
+        return self._fact(_DEF, mod)
 
 
 @cache
@@ -352,7 +393,7 @@ def _attributes(source: str, kind: str, what: str) -> Iterator[Finding]:
         attr in modules.get(mod, ()) or mod not in modules for mod, attr in _QUICK.findall(source)
     ):
         return
-    rebound: dict[str, bool] = {}
+    rebound = Bindings(source)
     for match in _TOKENS.finditer(source):
         mod = match.group("mod")
         if mod is None or mod not in surface.TOOL_MODULES:
@@ -361,12 +402,7 @@ def _attributes(source: str, kind: str, what: str) -> Iterator[Finding]:
         declared = modules.get(mod)
         if declared is None or attr in declared:
             continue  # an unavailable module is reported by the globals check
-        if mod not in rebound:
-            rebound[mod] = (
-                re.search(_REBIND % re.escape(mod), source, re.M) is not None
-                or re.search(rf"def\s+\w+\s*\([^)]*\b{re.escape(mod)}\b", source) is not None
-            )
-        if rebound[mod]:
+        if rebound.rebound(mod):
             continue
         line, column = _source_at(source, match.start("attr"))
         if attr in surface.TOOL_MODULES.get(mod, ()):
@@ -546,13 +582,12 @@ def _module_calls(source: str, kind: str, what: str) -> Iterator[Finding]:
     if "(" not in source:
         return
     masked = _mask(source)
+    bindings = Bindings(source)
     for match in _MODULE_CALL.finditer(masked):
         mod = match.group("mod")
         if mod not in surface.module_names(kind):
             continue  # an unavailable module is reported by the globals check
-        if re.search(_REBIND % re.escape(mod), source, re.M) or re.search(
-            rf"def\s+{re.escape(mod)}\b|def\s+\w+\s*\([^)]*\b{re.escape(mod)}\b", source
-        ):
+        if bindings.rebound(mod) or bindings.defined(mod):
             continue
         line, column = _source_at(source, match.start("mod"))
         offers = ", ".join(surface.module_names(kind)[mod])

@@ -23,9 +23,13 @@ from typing import NamedTuple
 
 MAX_CALLSTACK = 64
 I32 = "-2147483648 to 2147483647"
-_FRAME = re.compile(r"^\s*\* (?P<file>.+?):(?P<line>\d+), in (?P<fn>\S+)\n(?P<code>[^\n]*)", re.M)
-_SPAN = re.compile(r"^\s*--> (?P<file>.+?):(?P<line>\d+):(?P<col>\d+)", re.M)
-_ERROR_LINE = re.compile(r"^error: (?P<msg>.*?)(?=^\s*-->|\Z)", re.M | re.S)
+# ``[ \t]*``, not ``\s*``, after ``^``: a message of many blank lines (``fail(" \n" * n)``)
+# made each line start rescan the rest (quadratic); now each scans its own line only.
+_FRAME = re.compile(
+    r"^[ \t]*\* (?P<file>.+?):(?P<line>\d+), in (?P<fn>\S+)\n(?P<code>[^\n]*)", re.M
+)
+_SPAN = re.compile(r"^[ \t]*--> (?P<file>.+?):(?P<line>\d+):(?P<col>\d+)", re.M)
+_ERROR_LINE = re.compile(r"^error: (?P<msg>.*?)(?=^[ \t]*-->|\Z)", re.M | re.S)
 _PY_PREFIX = re.compile(r"^(?:BuiltinError|JailError|ValueError|TypeError): ")
 _UNPACK = re.compile(r"Error unpacking value for parameter `(?P<param>\w+)` of type `[^`]*\bint\b")
 _TOO_BIG = re.compile(r"Integer value is too big to fit in i32: (?P<n>-?\d+)")

@@ -197,7 +197,7 @@ def test_not_sensitive(rel: str) -> None:
 def test_protected_rules(ws: Path) -> None:
     j = Jail(ws, ("docs/legal/", "./VERSION", "../escape", "/abs", ""))
     try:
-        assert j.protected[:3] == (".harness", "harness.md", ".git")
+        assert j.protected[:5] == (".harness", "harness.md", "harness.yaml", "harness.yml", ".git")
         for rel in (".harness", ".harness/tools/x.md", ".HARNESS/x"):
             with pytest.raises(JailError, match="not readable or writable"):
                 j.check(rel, [rel], write=False)
@@ -256,6 +256,8 @@ def test_protected_targets_follow_symlinks(ws: Path, use_openat2: bool) -> None:
             P(".harness", "link"),
             P("config/harness", "hidden"),
             P("harness.md", "readonly"),
+            P("harness.yaml", "readonly"),
+            P("harness.yml", "readonly"),
             P(".git", "readonly"),
             P(".git", "link"),
             P("gitdir", "readonly"),

@@ -331,6 +331,7 @@ p = load_project(ws)
 out["servers"] = sorted(p.servers)
 out["sandbox"] = p.config.exec.sandbox
 out["tools"] = sorted(p.tools)
+out["errors"] = [x.code for x in p.problems if x.severity == "error"]
 (ws / "go").touch()
 t.join()
 out["second"] = run(ctx, "true", [])["ok"]  # a prepared sandbox pins the placeholders
@@ -365,6 +366,7 @@ def test_as_a_normal_user_nothing_can_be_planted(normal_user: Any) -> None:  # n
             "mkdir -p .harness/servers && "
             f"printf '%s' {shlex.quote(PLANTED_SERVER)} > .harness/servers/x.md && echo PLANTED-S; "
             "echo 'gitdir: /x' > .git && echo PLANTED-GIT; "
+            "echo 'tools: []' > harness.yaml && echo PLANTED-YAML; "
             f"{WAIT_FOR_GO}"
         )
         driver = f"import sys\nsys.path[:0] = {paths!r}\n" + USER_DRIVER
@@ -377,6 +379,7 @@ def test_as_a_normal_user_nothing_can_be_planted(normal_user: Any) -> None:  # n
         out = json.loads(proc.stdout)
         assert out["servers"] == [] and out["sandbox"] == "auto", out  # harness.md's default
         assert "planted" not in out["tools"], out
+        assert out["errors"] == [], out  # a planted harness.yaml stopped the load (F5)
         assert "PLANTED" not in out["run"]["stdout"], out["run"]
         assert out["second"] is True
         assert out["left"] == [".harness", "go", "planted"], out["left"]

@@ -33,7 +33,9 @@ import hashlib
 import os
 import re
 import stat as st
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -86,44 +88,94 @@ def matcher(spec: Any) -> Callable[[str], tuple[bool | None, Any]]:
 # call re-reads every .gitignore (a changed file is always seen, even one rewritten
 # within the file system's timestamp tick) but compiles each distinct content once,
 # whatever its size. Bounded by entries and by the rules they hold (a 1,000-rule spec
-# takes a few MB); the cache is emptied when full.
-_SPECS: dict[bytes, tuple[Any, str | None]] = {}
+# takes a few MB), least recently used first out: never emptied whole, which made 20
+# folders of 990 rules each recompile everything on every search (attack review F4).
+# It holds one search's whole budget, so a repeated search compiles nothing.
+_SPECS: OrderedDict[bytes, tuple[Any, str | None, int]] = OrderedDict()
 _CACHED_RULES = [0]
+_SPECS_LOCK = threading.Lock()
 MAX_CACHED_SPECS = 256
-MAX_CACHED_RULES = 10_000
+# The rules of all the ignore files one search (fs.grep, fs.glob, fs.list) uses: past
+# it the search is an error result naming the limit (compiling 200 files of 990 rules
+# took 33 s per search).
+MAX_RULES_PER_SEARCH = 20_000
+MAX_CACHED_RULES = MAX_RULES_PER_SEARCH
+COMPILES = [0]  # rule sets compiled since start (tests/security count them)
 
 
 class IgnoreFileError(BuiltinError):
     """An ignore file harness does not use: too large, too many rules, too complex."""
 
 
-def _spec(data: bytes, where: str, who: str) -> Any:
+class RuleBudget:
+    """The rules the ignore files of one search add up to (``MAX_RULES_PER_SEARCH``)."""
+
+    __slots__ = ("used",)
+
+    def __init__(self) -> None:
+        self.used = 0
+
+    def spend(self, count: int, where: str, who: str) -> None:
+        self.used += count
+        if self.used > MAX_RULES_PER_SEARCH:
+            raise IgnoreFileError(
+                f'{who}: ignore file "{where}" brings the rules of the ignore files this '
+                f"search reads to {self.used:,}; harness reads at most "
+                f"{MAX_RULES_PER_SEARCH:,} rules per search. Search a smaller folder, merge "
+                "the rules into fewer .gitignore files, or pass include_ignored=True to "
+                "search without ignore rules"
+            )
+
+
+def _cached(key: bytes) -> tuple[Any, str | None, int] | None:
+    with _SPECS_LOCK:
+        got = _SPECS.get(key)
+        if got is not None:
+            _SPECS.move_to_end(key)
+        return got
+
+
+def _cache(key: bytes, got: tuple[Any, str | None, int]) -> None:
+    count = got[2]
+    with _SPECS_LOCK:
+        if key in _SPECS:
+            return
+        while _SPECS and (
+            len(_SPECS) >= MAX_CACHED_SPECS or _CACHED_RULES[0] + count > MAX_CACHED_RULES
+        ):
+            _old, (_spec_, _why, dropped) = _SPECS.popitem(last=False)
+            _CACHED_RULES[0] -= dropped
+        _SPECS[key] = got
+        _CACHED_RULES[0] += count
+
+
+def _spec(data: bytes, where: str, who: str, budget: RuleBudget | None = None) -> Any:
     """The rules of one ignore file (None if none); lines pathspec cannot compile are
     skipped, as git skips invalid patterns. :class:`IgnoreFileError` when the file has
-    too many rules or its rules cannot be compiled together. Cached by content."""
+    too many rules or its rules cannot be compiled together, or when ``budget`` (the
+    search's) runs out. Cached by content."""
     key = hashlib.blake2b(data, digest_size=20).digest()
-    got = _SPECS.get(key)
+    got = _cached(key)
     if got is None:
         lines = data.decode("utf-8", "replace").splitlines()
         count = sum(1 for line in lines if line.strip() and not line.startswith("#"))
         if count > MAX_GITIGNORE_RULES:
-            got = (
-                None,
-                (
-                    f"has {count:,} rules; harness reads at most {MAX_GITIGNORE_RULES:,} "
-                    "rules per file"
-                ),
+            why = (
+                f"has {count:,} rules; harness reads at most {MAX_GITIGNORE_RULES:,} rules per file"
             )
+            got = (None, why, 0)
         else:
-            got = _compile_spec(lines)
-        if len(_SPECS) >= MAX_CACHED_SPECS or _CACHED_RULES[0] + count > MAX_CACHED_RULES:
-            _SPECS.clear()
-            _CACHED_RULES[0] = 0
-        _SPECS[key] = got
-        _CACHED_RULES[0] += min(count, MAX_GITIGNORE_RULES)
-    spec, refused = got
+            if budget is not None:
+                budget.spend(count, where, who)  # before compiling: refused work is not done
+                budget = None
+            COMPILES[0] += 1
+            got = (*_compile_spec(lines), count)
+        _cache(key, got)
+    spec, refused, count = got
     if refused is not None:
         raise IgnoreFileError(f'{who}: ignore file "{where}" {refused}. {_FIX}')
+    if budget is not None:
+        budget.spend(count, where, who)
     return spec
 
 
@@ -197,18 +249,28 @@ def _read_ignore_file(dfd: int, name: str, where: str, who: str) -> bytes | None
     return data
 
 
-def _with_dir(ignores: Ignores, dfd: int, rel: str, who: str) -> Ignores:
+def _with_dir(
+    ignores: Ignores, dfd: int, rel: str, who: str, budget: RuleBudget | None = None
+) -> Ignores:
     where = f"{rel}/{GITIGNORE}" if rel else GITIGNORE
     data = _read_ignore_file(dfd, GITIGNORE, where, who)
-    spec = _spec(data, where, who) if data else None
+    spec = _spec(data, where, who, budget) if data else None
     return (*ignores, (rel, matcher(spec))) if spec is not None else ignores
 
 
-def start_ignores(jail: _j.Jail, real: str, fd: int | None = None, who: str = "fs") -> Ignores:
+def start_ignores(
+    jail: _j.Jail,
+    real: str,
+    fd: int | None = None,
+    who: str = "fs",
+    budget: RuleBudget | None = None,
+) -> Ignores:
     """The rules in force in directory ``real``: ``.git/info/exclude`` and the
     ``.gitignore`` of each ancestor, dropped where the path itself is ignored (a
     directory named explicitly is searched). With ``fd`` (a handle of ``real``), its
-    own ``.gitignore`` too; the walk reads it otherwise."""
+    own ``.gitignore`` too; the walk reads it otherwise. Every file read is charged to
+    ``budget`` (the search's; a new one if None)."""
+    budget = budget if budget is not None else RuleBudget()
     ignores: Ignores = ()
     try:
         info, _r = jail.open(".git/info", _j.DIR_FLAGS)
@@ -220,7 +282,7 @@ def start_ignores(jail: _j.Jail, real: str, fd: int | None = None, who: str = "f
             data = _read_ignore_file(info, "exclude", where, who)
         finally:
             os.close(info)
-        spec = _spec(data, where, who) if data else None
+        spec = _spec(data, where, who, budget) if data else None
         if spec is not None:
             ignores = (("", matcher(spec)),)
     parts = [p for p in real.split("/") if p]
@@ -231,13 +293,13 @@ def start_ignores(jail: _j.Jail, real: str, fd: int | None = None, who: str = "f
         except (JailError, BuiltinError, OSError):
             return ()
         try:
-            ignores = _with_dir(ignores, dfd, here, who)
+            ignores = _with_dir(ignores, dfd, here, who, budget)
         finally:
             os.close(dfd)
         if is_ignored(ignores, "/".join(parts[: depth + 1]), True):
             ignores = ()
     if fd is not None:
-        ignores = _with_dir(ignores, fd, real, who)
+        ignores = _with_dir(ignores, fd, real, who, budget)
     return ignores
 
 
@@ -346,8 +408,10 @@ class Walk:
         files_only: bool = False,
         sort: bool = True,
         who: str = "fs",
+        budget: RuleBudget | None = None,
     ) -> None:
         self.jail, self.pattern, self.ignores = jail, pattern, ignores
+        self.budget = budget if budget is not None else RuleBudget()
         self.tick, self.files_only, self.sort = tick, files_only, sort
         self.who = who  # the built-in's name, for errors
 
@@ -433,7 +497,7 @@ class Walk:
         else:
             entries.reverse()
         if ignores is not None and has_gitignore:
-            ignores = _with_dir(ignores, dfd, rel, self.who)
+            ignores = _with_dir(ignores, dfd, rel, self.who, self.budget)
         return dfd, rel, folded, states, ignores, entries
 
 

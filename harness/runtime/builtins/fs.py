@@ -480,11 +480,13 @@ def _walk(
     """(dir_fd, name, workspace-relative path, kind) of the entries below the directory
     ``fd`` (resolved path ``real``) matching ``parts``, in path order (``sort``) or in
     the file system's; see :mod:`._search`."""
-    ignores = None if include_ignored else _s.start_ignores(jail, real, who=name)
+    budget = _s.RuleBudget()  # one search: its ignore files share MAX_RULES_PER_SEARCH
+    ignores = None if include_ignored else _s.start_ignores(jail, real, who=name, budget=budget)
     walk = _s.Walk(
         jail,
         _s.Pattern(parts),
         ignores=ignores,
+        budget=budget,
         tick=functools.partial(_deadline, ctx, name),
         files_only=files_only,
         sort=sort,
