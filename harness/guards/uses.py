@@ -6,13 +6,17 @@ reports where a use can never do what it says, with the fix (a mixin of
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import replace
+
+import re2
 
 from harness.artifacts.problems import closest, suggest
 from harness.guards import shapes as S
 from harness.guards.model import MAX_INFERRED, Context, Env, Finding
 from harness.guards.shapes import ANY, Shape, join, of
+
+_RE2_QUIET = re2.Options()
+_RE2_QUIET.log_errors = False
 
 # Methods of other languages' strings and dicts, and the Starlark for them.
 _OTHER_LANGUAGES = {
@@ -348,9 +352,10 @@ class Uses:
         names = self.tool_names_all()
         for pattern in sorted(patterns):
             try:
-                compiled = re.compile(pattern)
-            except re.error:
-                continue  # RE2 syntax Python does not read: the Starlark checks' job
+                # RE2, as the script's own re.* runs it: linear on any pattern.
+                compiled = re2.compile(pattern, options=_RE2_QUIET)
+            except re2.error:
+                continue  # not a pattern RE2 reads: the Starlark checks' job
             if any(compiled.search(n) for n in names):
                 continue
             self.report(
