@@ -8,6 +8,8 @@ the line, from :mod:`harness.config`), never a limit silently left out::
       max_calls_per_identity: 4      # tool calls of one identity running at once
       max_queued_calls: 64           # more of its calls waiting; beyond: an error result
       rate_limit: {calls: 600, per_seconds: 60}   # or: rate_limit: off
+      max_sessions_per_identity: 32  # MCP sessions of one identity; beyond: its LRU closes
+      max_sessions: 1024             # MCP sessions server-wide; beyond: the busiest's LRU
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from typing import Any, TypeVar
 
 from harness.artifacts.problems import a_type, as_json, suggest
 
-SERVE_KEYS = ("max_calls_per_identity", "max_queued_calls", "rate_limit")
+SERVE_KEYS = (
+    "max_calls_per_identity",
+    "max_queued_calls",
+    "rate_limit",
+    "max_sessions_per_identity",
+    "max_sessions",
+)
 RATE_KEYS = ("calls", "per_seconds")
 
 
@@ -35,6 +43,8 @@ class ServeConfig:
     max_calls_per_identity: int | None = None
     max_queued_calls: int = 64
     rate_limit: RateLimit | None = field(default_factory=RateLimit)  # None: off
+    max_sessions_per_identity: int = 32  # serve/sessions.py
+    max_sessions: int = 1024
 
     def calls_per_identity(self, max_concurrency: int) -> int:
         if self.max_calls_per_identity is not None:
@@ -140,6 +150,18 @@ def serve_schema() -> dict[str, Any]:
                 "(default: half of limits.max_concurrency, at least 1).",
             },
             "max_queued_calls": {**count, "default": 64},
+            "max_sessions_per_identity": {
+                **count,
+                "default": 32,
+                "description": "MCP sessions one identity keeps open; opening one more "
+                "closes its least recently used one.",
+            },
+            "max_sessions": {
+                **count,
+                "default": 1024,
+                "description": "MCP sessions open server-wide; opening one more closes the "
+                "least recently used one of the identity holding the most.",
+            },
             "rate_limit": {
                 "oneOf": [
                     {

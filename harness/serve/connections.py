@@ -9,9 +9,14 @@ have not authenticated yet (issue 10 item 10, issue 22 item 5).
   bearer token (any complete request with ``--no-auth``); then it is *trusted*.
   Pending connections have a budget of their own (:func:`pending_budget`): when it is
   full, or when every slot of ``max_connections`` is taken, a new connection closes
-  the oldest pending one. So half-open or token-less connections, however many, are
-  dropped in turn and never keep a client with a token out.
-- A new connection is refused only when trusted connections fill ``max_connections``.
+  the oldest pending one *that has not delivered a complete request head*. A head
+  that has arrived but is not parsed yet (still in the kernel's buffer or h11's) is
+  looked at (``MSG_PEEK``) before a connection is chosen: such a connection is never
+  the victim, it is parsed and authenticated on the next turn of the loop. So a
+  continuous flood of half-open or token-less connections from the same address is
+  dropped in turn and never keeps a client with a token out (issue 22 item 5, F2).
+- A new connection is refused when trusted connections fill ``max_connections``, or
+  when every pending connection has a complete head waiting to be parsed.
 """
 
 from __future__ import annotations
@@ -62,11 +67,25 @@ class _Admission:
                 "too many connections without a complete authenticated request; closing "
                 "the oldest of them as new ones arrive (--max-connections)",
             )
-            oldest = next(iter(self.pending))
-            del self.pending[oldest]
-            oldest.drop()
+            victim = self._victim()
+            if victim is None:
+                self._warn(
+                    "heads",
+                    "every pending connection has a request waiting to be read; closing "
+                    "new ones until they are (--max-connections)",
+                )
+                return False
+            del self.pending[victim]
+            victim.drop()
         self.pending[conn] = None
         return True
+
+    def _victim(self) -> Any:
+        """The oldest pending connection without a complete request head, or None."""
+        for conn in self.pending:  # oldest first; bounded by the pending budget
+            if not conn.head_waiting():
+                return conn
+        return None
 
     def request(self, conn: Any, headers: Headers) -> None:
         """A complete request arrived on ``conn``: trusted from now on if it authenticates."""
@@ -116,6 +135,14 @@ class _GuardedH11Protocol(H11Protocol):
         if not self.transport.is_closing():
             self.transport.close()
 
+    def head_waiting(self) -> bool:
+        """Whether a complete request head has arrived on this connection but is not
+        parsed yet: in h11's buffer, or still in the socket (looked at, not read)."""
+        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
+            return False
+        buffered = self.conn.trailing_data[0]
+        return b"\r\n\r\n" in buffered or b"\r\n\r\n" in buffered[-3:] + _peek(self.transport)
+
     def _arm_header_timer(self) -> None:
         if self._header_timer is None:
             self._header_timer = self.loop.call_later(self.header_timeout, self._headers_late)
@@ -144,6 +171,25 @@ class _GuardedH11Protocol(H11Protocol):
         self._disarm_header_timer()
         self.admission.leave(self)
         super().connection_lost(exc)
+
+
+PEEK_BYTES = 16384  # h11's bound on a request head
+
+
+def _peek(transport: asyncio.Transport) -> bytes:
+    """The bytes waiting in a transport's socket, left there (``MSG_PEEK``)."""
+    raw = transport.get_extra_info("socket")
+    if raw is None:
+        return b""
+    # A socket object over the same descriptor (detached, never closed): asyncio's
+    # wrapper offers no recv.
+    sock = socket.socket(raw.family, raw.type, fileno=raw.fileno())
+    try:
+        return sock.recv(PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except OSError:
+        return b""
+    finally:
+        sock.detach()
 
 
 def guarded_protocol(

@@ -667,6 +667,7 @@ class HarnessMCPServer:
 
         from harness.serve.connections import guarded_protocol
         from harness.serve.http import BearerAuth, DisconnectWatch, host_policy
+        from harness.serve.sessions import SessionBounds
 
         policy = host_policy(host, port, allowed_hosts, allowed_origins)
         security = TransportSecuritySettings(
@@ -674,7 +675,11 @@ class HarnessMCPServer:
             allowed_hosts=list(policy.allowed_hosts),
             allowed_origins=list(policy.allowed_origins),
         )
-        app: Any = self.server.streamable_http_app(host=host, transport_security=security)
+        app: Any = self.server.streamable_http_app(
+            host=host, transport_security=security, max_sessions=None
+        )
+        # serve.max_sessions(_per_identity) bound the sessions instead (serve/sessions.py)
+        SessionBounds(self.server.session_manager, lambda: self.gen.harness.config.serve)
         app = DisconnectWatch(app)
         admit = None
         if tokens:

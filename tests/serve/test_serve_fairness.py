@@ -245,7 +245,8 @@ def test_serve_settings_are_checked_by_validate(project: Path) -> None:
         project,
         "runtime: {isolation: inprocess}",
         "runtime: {isolation: inprocess}\nserve:\n  max_calls_per_identity: 0\n"
-        "  rate_limt: 3\n  rate_limit: {calls: many, per_seconds: -1}",
+        "  rate_limt: 3\n  rate_limit: {calls: many, per_seconds: -1}\n"
+        "  max_sessions_per_identity: 0\n  max_sessions: many",
     )
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli.main", "validate", "--root", str(project)],
@@ -266,6 +267,8 @@ def test_serve_settings_are_checked_by_validate(project: Path) -> None:
     assert "serve.rate_limit" in lines["harness.md:6:3"]
     assert "serve.rate_limit.calls must be an integer" in out
     assert "serve.rate_limit.per_seconds must be a number of seconds > 0" in out
+    assert "serve.max_sessions_per_identity must be >= 1" in lines["harness.md:7:3"]
+    assert "serve.max_sessions must be an integer" in lines["harness.md:8:3"]
 
 
 def test_a_queued_call_whose_client_went_away_never_starts(project: Path) -> None:
@@ -318,5 +321,117 @@ def test_a_queued_call_whose_client_went_away_never_starts(project: Path) -> Non
                 assert "3" in text_of(rpc_body(res))
             assert started("echo") == 1 and started("sleeper") == 1
             assert started("add") == 0, "the abandoned queued call ran"
+
+    anyio.run(go)
+
+
+_FLOOD = """
+import socket, sys, threading
+port, stop = int(sys.argv[1]), threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+held = []
+for _ in range(200_000):  # bounded; stops as soon as the test closes stdin
+    if stop.is_set():
+        break
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        s.send(b"POST /mcp HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n")  # half-sent, no token
+        held.append(s)
+    except OSError:
+        continue
+    if len(held) > 200:
+        for old in held[:100]:
+            old.close()
+        del held[:100]
+"""
+
+
+@pytest.mark.parametrize("cap", ["64", "512"])
+def test_continuous_connect_flood_does_not_starve_authenticated_clients(
+    project: Path, cap: str
+) -> None:
+    """Two processes open half-sent connections without a token as fast as they can,
+    all the time, from the same loopback address; every legitimate request is served
+    (before: 2 of 20 at --max-connections 64, 9 of 20 at 512: a legitimate connection
+    is pending until its headers are read, and the flood evicted it first)."""
+    import subprocess
+    import sys
+
+    async def go() -> None:
+        async with http_server(project, *AUTH, "--max-connections", cap, env=ENV) as url:
+            port = _port(url)
+            floods = [
+                subprocess.Popen(
+                    [sys.executable, "-c", _FLOOD, str(port)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                for _ in range(2)
+            ]
+            try:
+                await anyio.sleep(1.0)  # the flood is under way
+                served = 0
+                for _ in range(20):
+                    async with httpx.AsyncClient(timeout=30) as raw:
+                        try:
+                            res = await raw.post(url, json=INIT, headers=auth(TOKEN_A))
+                        except httpx.TransportError:
+                            continue
+                        served += res.status_code == 200
+                assert all(f.poll() is None for f in floods), "the flood stopped early"
+                assert served == 20, f"{served} of 20 authenticated requests were served"
+            finally:
+                for f in floods:
+                    f.communicate(timeout=30)
+
+    anyio.run(go)
+
+
+async def _alive(raw: httpx.AsyncClient, url: str, token: str, sids: list[str]) -> list[bool]:
+    """Which sessions the server still knows: a ping answers 200, a closed one 404."""
+    out = []
+    for sid in sids:
+        res = await raw.post(
+            url, headers=auth(token, sid), json={"jsonrpc": "2.0", "id": 9, "method": "ping"}
+        )
+        assert res.status_code in (200, 404), res.text
+        out.append(res.status_code == 200)
+    return out
+
+
+def test_sessions_per_identity_are_bounded(project: Path) -> None:
+    """200 initializes from one identity keep at most serve.max_sessions_per_identity
+    (default 32) sessions open: the most recent ones; older ids answer 404 (before:
+    all 200 stayed open, ~39 KB each, until 30 minutes idle). Another identity's
+    session is untouched."""
+
+    async def go() -> None:
+        async with http_server(project, *AUTH, env=ENV) as url:
+            async with httpx.AsyncClient(timeout=30) as raw:
+                b_sid = await open_session(raw, url, TOKEN_B)
+                sids = [await open_session(raw, url, TOKEN_A) for _ in range(200)]
+                alive = await _alive(raw, url, TOKEN_A, sids)
+                assert sum(alive) == 32, f"{sum(alive)} of A's 200 sessions are open"
+                assert all(alive[-32:]), "the 32 most recent sessions stay open"
+                assert await _alive(raw, url, TOKEN_B, [b_sid]) == [True]
+        assert "serve.max_sessions_per_identity" in stderr_log(project).read_text()
+
+    anyio.run(go)
+
+
+def test_sessions_server_wide_are_bounded(project: Path) -> None:
+    """serve.max_sessions bounds the sessions of all identities together: one more
+    closes the least recently used session of the identity holding the most."""
+    _set(project, "limits:", "serve: {max_sessions_per_identity: 3, max_sessions: 4}\nlimits:")
+
+    async def go() -> None:
+        async with http_server(project, *AUTH, env=ENV) as url:
+            async with httpx.AsyncClient(timeout=30) as raw:
+                a = [await open_session(raw, url, TOKEN_A) for _ in range(3)]
+                await _alive(raw, url, TOKEN_A, [a[0]])  # a[0] used: a[1] is A's LRU
+                b = [await open_session(raw, url, TOKEN_B) for _ in range(2)]
+                assert await _alive(raw, url, TOKEN_A, a) == [True, False, True]
+                assert await _alive(raw, url, TOKEN_B, b) == [True, True]
 
     anyio.run(go)
