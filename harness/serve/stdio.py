@@ -39,6 +39,7 @@ import os
 import re
 import select
 import stat
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +109,13 @@ def _claim() -> tuple[int, int, Callable[[], None]] | None:
     os.set_blocking(out_fd, False)
 
     def restore() -> None:
+        # What the process printed while serving (a Python tool's print(), buffered when
+        # PYTHONUNBUFFERED is unset) goes to stderr, where fd 1 points now: flushed
+        # after the restore it would land on the protocol stream after the replies.
+        for stream in (sys.stdout, sys.__stdout__):
+            with contextlib.suppress(Exception):
+                if stream is not None:
+                    stream.flush()
         for fd, target in ((in_fd, 0), (out_fd, 1)):
             with contextlib.suppress(OSError):
                 os.set_blocking(fd, True)

@@ -4,7 +4,9 @@ same pipeline as file tools (the project's hooks apply to Python tools)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import textwrap
 from collections.abc import AsyncIterator
@@ -169,3 +171,53 @@ def test_serving_a_non_harness_is_a_usage_error() -> None:
 
     with pytest.raises(UsageError, match="harness.serve needs a harness.Harness"):
         harness.serve(object())
+
+
+def test_print_in_a_python_tool_never_reaches_the_protocol_stream(tmp_path: Path) -> None:
+    """A Python tool's print() under a client that does not set PYTHONUNBUFFERED (the
+    SDK's stdio client, Claude Desktop): the text goes to stderr, never after the
+    replies on stdout (buffered, it was flushed onto fd 1 once the server put fd 1
+    back at exit)."""
+    root = _project(tmp_path)
+    (root / "my_tools.py").write_text(
+        textwrap.dedent(MODULE) + "\n\n@h.tool\ndef add(a: int, b: int) -> int:\n"
+        '    """Add."""\n    print("adding", a, b)\n    return a + b\n'
+    )
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 2, "b": 3}},
+        },
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    argv = [sys.executable, "-m", "harness.cli.main", "serve", "--python", "my_tools:h"]
+    proc = subprocess.Popen(
+        argv,
+        cwd=root,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    for msg in lines:
+        proc.stdin.write((json.dumps(msg) + "\n").encode())
+    proc.stdin.flush()
+    replies = [json.loads(proc.stdout.readline()) for _ in range(2)]  # initialize, call
+    assert replies[1]["id"] == 2 and not replies[1]["result"].get("isError"), replies
+    out, err = proc.communicate(timeout=120)
+    assert out.strip() == b"", out  # nothing after the replies
+    assert b"adding 2 3" in err

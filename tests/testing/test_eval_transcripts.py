@@ -4,7 +4,6 @@ next to the report (issue 25). Real agent loop against the fake model server."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -12,9 +11,7 @@ from test_eval import EVALS, REPLIES, write_evals
 from test_harness_test import project
 
 from harness.cli.main import cli
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "agent"))
-from fake_servers import FakeModelServer  # noqa: E402
+from harness.testing import FakeModelServer  # noqa: E402
 
 
 def _run(root: Path, *args: str) -> tuple[int, str, str]:

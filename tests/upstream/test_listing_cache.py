@@ -222,8 +222,7 @@ def test_the_cache_is_where_no_sandboxed_command_can_write(tmp_path: Path) -> No
 def test_an_agent_run_offers_upstream_tools_from_the_cache(tmp_path: Path, monkeypatch) -> None:
     """``run_agent`` (``h.run``, ``harness run``) starts only the servers whose tools are
     not cached, so the model is offered every server's tools either way."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
-    from fake_servers import FakeModelServer, Reply
+    from harness.testing import FakeModelServer, Reply
 
     root, log = counted(tmp_path)
     md = root / "harness.md"
